@@ -1,0 +1,51 @@
+"""The error tree of the format core. Every message names the path, instant, key or value at fault."""
+
+from __future__ import annotations
+
+
+class HoodieError(Exception):
+    """Base class of every error raised by :mod:`hoodie`."""
+
+
+class TableNotFoundError(HoodieError):
+    """No Hudi table (``.hoodie/hoodie.properties``) at the given path."""
+
+
+class UnsupportedTableError(HoodieError):
+    """The table uses a version, layout or feature this implementation does not support."""
+
+
+class InvalidTableConfigError(HoodieError):
+    """``hoodie.properties`` is unreadable, fails its checksum, or holds an invalid value."""
+
+
+class TimelineError(HoodieError):
+    """An instant file is malformed, or a timeline transition is not allowed."""
+
+
+class InstantExistsError(TimelineError):
+    """A timeline file that must be created fresh already exists (never overwrite an instant)."""
+
+
+class CorruptFileError(HoodieError):
+    """A data, log or metadata file does not match the format (bad magic, truncated, undecodable)."""
+
+
+class CorruptLogBlockError(CorruptFileError):
+    """A log block is corrupt or truncated."""
+
+
+class MalformedPlanError(CorruptFileError):
+    """A plan or metadata payload on the timeline cannot be decoded."""
+
+
+class SchemaError(HoodieError):
+    """A schema is invalid, or data does not match the table's schema."""
+
+
+class WriteConflictError(HoodieError):
+    """A write would touch file groups that a pending table service owns."""
+
+
+class InvalidInputError(HoodieError):
+    """Input data is invalid for the requested operation (missing key, null ordering value, ...)."""

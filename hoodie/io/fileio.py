@@ -1,0 +1,267 @@
+"""FileIO: the only way :mod:`hoodie` touches storage.
+
+Paths are strings in the filesystem's own namespace (``/abs/path`` locally, ``bucket/key`` on
+object stores), joined with ``/``. :meth:`FileIO.for_uri` picks the backend by URI scheme;
+``file://`` and plain paths get :class:`LocalFileIO`, which can create instant files atomically
+(create-if-absent with a hard link). Object stores have no atomic create-if-absent through
+``pyarrow.fs``; there :meth:`FileIO.create_new` checks and writes, and relies on the table lock
+exactly as Apache Hudi does on such stores.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+
+@dataclass(frozen=True, slots=True)
+class FileInfo:
+    """One directory entry: full path, base name, size in bytes, mtime in epoch ms."""
+
+    path: str
+    name: str
+    size: int
+    mtime_ms: int
+    is_dir: bool
+
+
+def _name_of(path: str) -> str:
+    return path.rstrip("/").rsplit("/", 1)[-1]
+
+
+def join(*parts: str) -> str:
+    """Join path segments with ``/``, ignoring empty segments (the non-partitioned partition)."""
+    out = ""
+    for part in parts:
+        if not part:
+            continue
+        if not out:
+            out = part
+        elif part.startswith("/"):
+            out = part
+        else:
+            out = out.rstrip("/") + "/" + part
+    return out
+
+
+class FileIO(ABC):
+    """Minimal storage interface used by the format core."""
+
+    scheme: str = "file"
+
+    @staticmethod
+    def for_uri(uri: str, **options: Any) -> tuple[FileIO, str]:
+        """Return the FileIO for ``uri`` and the path of ``uri`` inside that filesystem."""
+        if "://" not in uri:
+            return LocalFileIO(), os.path.abspath(uri)
+        scheme = uri.split("://", 1)[0].lower()
+        if scheme == "file":
+            return LocalFileIO(), os.path.abspath(uri.split("://", 1)[1])
+        fs, path = pafs.FileSystem.from_uri(uri)
+        if options:
+            fs = _with_options(scheme, fs, options)
+        return ArrowFileIO(fs, scheme), path.rstrip("/")
+
+    # -- reading ------------------------------------------------------------------------------
+    @abstractmethod
+    def read_bytes(self, path: str) -> bytes: ...
+
+    @abstractmethod
+    def read_range(self, path: str, offset: int, length: int) -> bytes: ...
+
+    @abstractmethod
+    def open_input(self, path: str) -> pa.NativeFile:
+        """A random-access input file (for Parquet and log readers)."""
+
+    @abstractmethod
+    def info(self, path: str) -> FileInfo | None:
+        """The entry at ``path``, or None if nothing is there."""
+
+    @abstractmethod
+    def list_dir(self, path: str) -> list[FileInfo]:
+        """Direct children of ``path``; an empty list if the directory does not exist."""
+
+    def exists(self, path: str) -> bool:
+        return self.info(path) is not None
+
+    def list_files_recursive(self, path: str) -> list[FileInfo]:
+        out: list[FileInfo] = []
+        for entry in self.list_dir(path):
+            if entry.is_dir:
+                out.extend(self.list_files_recursive(entry.path))
+            else:
+                out.append(entry)
+        return out
+
+    # -- writing ------------------------------------------------------------------------------
+    @abstractmethod
+    def write_bytes(self, path: str, data: bytes) -> None:
+        """Write (or replace) a whole file; readers see either the old or the new content."""
+
+    @abstractmethod
+    def create_new(self, path: str, data: bytes) -> None:
+        """Create ``path`` with ``data``; raise :class:`FileExistsError` if it already exists."""
+
+    @abstractmethod
+    def open_output(self, path: str) -> pa.NativeFile:
+        """A fresh output stream at ``path`` (parent directories are created)."""
+
+    @abstractmethod
+    def delete(self, path: str) -> bool:
+        """Delete a file; return False if it did not exist."""
+
+    @abstractmethod
+    def delete_dir(self, path: str) -> None: ...
+
+    @abstractmethod
+    def makedirs(self, path: str) -> None: ...
+
+    @abstractmethod
+    def rename(self, src: str, dst: str) -> None: ...
+
+    # -- interop ------------------------------------------------------------------------------
+    @property
+    @abstractmethod
+    def arrow_fs(self) -> pafs.FileSystem:
+        """The pyarrow filesystem behind this FileIO (for pyarrow.parquet)."""
+
+    def to_uri(self, path: str) -> str:
+        """A full URI for ``path`` (Hudi writes full URIs into some plans)."""
+        if self.scheme == "file":
+            return "file:" + path
+        return f"{self.scheme}://{path}"
+
+    def strip_uri(self, uri: str) -> str:
+        """The inverse of :meth:`to_uri`; accepts ``file:/x``, ``file:///x``, ``s3://b/k`` and bare paths."""
+        if uri.startswith("file:"):
+            rest = uri[5:]
+            if rest.startswith("///"):
+                rest = rest[2:]
+            return rest
+        if "://" in uri:
+            return uri.split("://", 1)[1]
+        return uri
+
+
+def _with_options(scheme: str, fs: pafs.FileSystem, options: dict[str, Any]) -> pafs.FileSystem:
+    if scheme in ("s3", "s3a"):
+        return pafs.S3FileSystem(**options)
+    if scheme in ("gs", "gcs"):
+        return pafs.GcsFileSystem(**options)
+    return fs
+
+
+class ArrowFileIO(FileIO):
+    """FileIO over any ``pyarrow.fs.FileSystem`` (S3, GCS, HDFS, local)."""
+
+    def __init__(self, fs: pafs.FileSystem, scheme: str = "file") -> None:
+        self._fs = fs
+        self.scheme = scheme
+
+    @property
+    def arrow_fs(self) -> pafs.FileSystem:
+        return self._fs
+
+    def read_bytes(self, path: str) -> bytes:
+        with self._fs.open_input_stream(path) as f:
+            return bytes(f.read())
+
+    def read_range(self, path: str, offset: int, length: int) -> bytes:
+        with self._fs.open_input_file(path) as f:
+            f.seek(offset)
+            return bytes(f.read(length))
+
+    def open_input(self, path: str) -> pa.NativeFile:
+        return self._fs.open_input_file(path)
+
+    def info(self, path: str) -> FileInfo | None:
+        fi = self._fs.get_file_info(path)
+        if fi.type == pafs.FileType.NotFound:
+            return None
+        return self._to_info(fi)
+
+    @staticmethod
+    def _to_info(fi: pafs.FileInfo) -> FileInfo:
+        mtime = fi.mtime_ns // 1_000_000 if fi.mtime_ns is not None else 0
+        is_dir = fi.type == pafs.FileType.Directory
+        return FileInfo(fi.path, fi.base_name, 0 if is_dir else int(fi.size or 0), mtime, is_dir)
+
+    def list_dir(self, path: str) -> list[FileInfo]:
+        sel = pafs.FileSelector(path, allow_not_found=True, recursive=False)
+        return [self._to_info(fi) for fi in self._fs.get_file_info(sel)]
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        self._ensure_parent(path)
+        with self._fs.open_output_stream(path) as f:
+            f.write(data)
+
+    def create_new(self, path: str, data: bytes) -> None:
+        if self.exists(path):
+            raise FileExistsError(path)
+        self.write_bytes(path, data)
+
+    def open_output(self, path: str) -> pa.NativeFile:
+        self._ensure_parent(path)
+        return self._fs.open_output_stream(path)
+
+    def delete(self, path: str) -> bool:
+        if not self.exists(path):
+            return False
+        self._fs.delete_file(path)
+        return True
+
+    def delete_dir(self, path: str) -> None:
+        if self.exists(path):
+            self._fs.delete_dir(path)
+
+    def makedirs(self, path: str) -> None:
+        self._fs.create_dir(path, recursive=True)
+
+    def rename(self, src: str, dst: str) -> None:
+        self._fs.move(src, dst)
+
+    def _ensure_parent(self, path: str) -> None:
+        parent = path.rsplit("/", 1)[0] if "/" in path else ""
+        if parent:
+            self._fs.create_dir(parent, recursive=True)
+
+
+class LocalFileIO(ArrowFileIO):
+    """The local filesystem, with atomic whole-file writes and atomic create-if-absent."""
+
+    def __init__(self) -> None:
+        super().__init__(pafs.LocalFileSystem(), "file")
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        tmp = self._write_temp(path, data)
+        os.replace(tmp, path)
+
+    def create_new(self, path: str, data: bytes) -> None:
+        tmp = self._write_temp(path, data)
+        try:
+            os.link(tmp, path)  # atomic; fails with FileExistsError if path exists
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+
+    def _write_temp(self, path: str, data: bytes) -> str:
+        parent = os.path.dirname(path)
+        if parent:
+            os.makedirs(parent, exist_ok=True)
+        tmp = os.path.join(parent, f".{_name_of(path)}.{uuid.uuid4().hex}.tmp")
+        with open(tmp, "wb") as f:
+            f.write(data)
+        return tmp
+
+    def makedirs(self, path: str) -> None:
+        os.makedirs(path, exist_ok=True)
+
+    def rename(self, src: str, dst: str) -> None:
+        os.replace(src, dst)

@@ -1,0 +1,1 @@
+"""Table services as Spark jobs."""

@@ -1,0 +1,1 @@
+"""The hts daemon and CLI."""
