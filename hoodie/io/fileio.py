@@ -42,9 +42,7 @@ def join(*parts: str) -> str:
     for part in parts:
         if not part:
             continue
-        if not out:
-            out = part
-        elif part.startswith("/"):
+        if not out or part.startswith("/"):
             out = part
         else:
             out = out.rstrip("/") + "/" + part

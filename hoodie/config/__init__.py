@@ -1,0 +1,1 @@
+"""Table configuration: ``hoodie.properties`` and Hudi's typed config keys."""

@@ -1,0 +1,375 @@
+"""``hoodie.properties``: Hudi's table config, parsed once into a frozen, typed object.
+
+Keys carry Hudi's own names and alternatives (e.g. table version 9 renames
+``hoodie.table.precombine.field`` to ``hoodie.table.ordering.fields``). Opening a table
+validates the config and fails fast, naming any unsupported value.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum, IntEnum, StrEnum
+from types import MappingProxyType
+from typing import TypeVar
+
+from hoodie.config.properties import format_properties, parse_properties
+from hoodie.errors import InvalidTableConfigError, UnsupportedTableError
+from hoodie.io.fileio import FileIO, join
+
+PROPERTIES_FILE = "hoodie.properties"
+PROPERTIES_BACKUP_FILE = "hoodie.properties.backup"
+METAFOLDER = ".hoodie"
+
+E = TypeVar("E", bound=Enum)
+
+
+class TableType(StrEnum):
+    COPY_ON_WRITE = "COPY_ON_WRITE"
+    MERGE_ON_READ = "MERGE_ON_READ"
+
+
+class TableVersion(IntEnum):
+    """Table versions this implementation reads and writes."""
+
+    SIX = 6
+    EIGHT = 8
+    NINE = 9
+
+    @property
+    def timeline_layout(self) -> int:
+        return 1 if self < TableVersion.EIGHT else 2
+
+    @property
+    def release(self) -> str:
+        return {6: "0.14.0", 8: "1.0.0", 9: "1.1.0"}[int(self)]
+
+
+class RecordMergeMode(StrEnum):
+    COMMIT_TIME_ORDERING = "COMMIT_TIME_ORDERING"
+    EVENT_TIME_ORDERING = "EVENT_TIME_ORDERING"
+    CUSTOM = "CUSTOM"
+
+
+class BaseFileFormat(StrEnum):
+    PARQUET = "PARQUET"
+    ORC = "ORC"
+    HFILE = "HFILE"
+    LANCE = "LANCE"
+
+
+class TimelineTimezone(StrEnum):
+    LOCAL = "LOCAL"
+    UTC = "UTC"
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigKey:
+    """One Hudi config key: its name, default and the older names it replaced."""
+
+    key: str
+    default: str | None = None
+    alternatives: tuple[str, ...] = ()
+
+    def lookup(self, props: Mapping[str, str]) -> str | None:
+        for name in (self.key, *self.alternatives):
+            value = props.get(name)
+            if value is not None:
+                return value
+        return self.default
+
+
+class TableKeys:
+    """The ``hoodie.properties`` keys, with Hudi's names, defaults and aliases."""
+
+    NAME = ConfigKey("hoodie.table.name")
+    DATABASE_NAME = ConfigKey("hoodie.database.name")
+    TYPE = ConfigKey("hoodie.table.type", "COPY_ON_WRITE")
+    VERSION = ConfigKey("hoodie.table.version")
+    INITIAL_VERSION = ConfigKey("hoodie.table.initial.version")
+    TIMELINE_LAYOUT_VERSION = ConfigKey("hoodie.timeline.layout.version")
+    TIMELINE_PATH = ConfigKey("hoodie.timeline.path", "timeline")
+    TIMELINE_HISTORY_PATH = ConfigKey("hoodie.timeline.history.path", "history")
+    ARCHIVELOG_FOLDER = ConfigKey("hoodie.archivelog.folder", "archived")
+    RECORDKEY_FIELDS = ConfigKey("hoodie.table.recordkey.fields")
+    PARTITION_FIELDS = ConfigKey("hoodie.table.partition.fields")
+    ORDERING_FIELDS = ConfigKey("hoodie.table.ordering.fields", None, ("hoodie.table.precombine.field",))
+    KEYGEN_TYPE = ConfigKey("hoodie.table.keygenerator.type")
+    KEYGEN_CLASS = ConfigKey("hoodie.table.keygenerator.class")
+    HIVE_STYLE_PARTITIONING = ConfigKey("hoodie.datasource.write.hive_style_partitioning", "false")
+    URL_ENCODE_PARTITIONING = ConfigKey("hoodie.datasource.write.partitionpath.urlencode", "false")
+    DROP_PARTITION_COLUMNS = ConfigKey("hoodie.datasource.write.drop.partition.columns", "false")
+    BASE_FILE_FORMAT = ConfigKey("hoodie.table.base.file.format", "PARQUET")
+    LOG_FILE_FORMAT = ConfigKey("hoodie.table.log.file.format", "HOODIE_LOG")
+    POPULATE_META_FIELDS = ConfigKey("hoodie.populate.meta.fields", "true")
+    TIMELINE_TIMEZONE = ConfigKey("hoodie.table.timeline.timezone", "LOCAL")
+    CREATE_SCHEMA = ConfigKey("hoodie.table.create.schema")
+    PAYLOAD_CLASS = ConfigKey("hoodie.compaction.payload.class")
+    LEGACY_PAYLOAD_CLASS = ConfigKey("hoodie.table.legacy.payload.class")
+    MERGE_MODE = ConfigKey("hoodie.record.merge.mode")
+    MERGE_STRATEGY_ID = ConfigKey(
+        "hoodie.record.merge.strategy.id", None, ("hoodie.compaction.record.merger.strategy",)
+    )
+    PARTIAL_UPDATE_MODE = ConfigKey("hoodie.table.partial.update.mode")
+    MERGE_PROPERTY_PREFIX = "hoodie.record.merge.property."
+    METADATA_PARTITIONS = ConfigKey("hoodie.table.metadata.partitions", "")
+    METADATA_PARTITIONS_INFLIGHT = ConfigKey("hoodie.table.metadata.partitions.inflight", "")
+    INDEX_DEFS_PATH = ConfigKey("hoodie.table.index.defs.path")
+    CDC_ENABLED = ConfigKey("hoodie.table.cdc.enabled", "false")
+    TABLE_FORMAT = ConfigKey("hoodie.table.format", "native")
+    BOOTSTRAP_BASE_PATH = ConfigKey("hoodie.bootstrap.base.path")
+    CHECKSUM = ConfigKey("hoodie.table.checksum")
+
+
+def _split_fields(value: str | None) -> tuple[str, ...]:
+    if not value:
+        return ()
+    return tuple(f.strip() for f in value.split(",") if f.strip())
+
+
+def _bool(value: str | None) -> bool:
+    return (value or "").strip().lower() == "true"
+
+
+def table_checksum(props: Mapping[str, str]) -> int:
+    """Hudi's ``hoodie.table.checksum``: CRC32 of ``<database name or ''>.<table name>`` (UTF-8)."""
+    name = props.get(TableKeys.NAME.key)
+    if not name:
+        raise InvalidTableConfigError(f"{TableKeys.NAME.key} is missing; cannot compute the table checksum")
+    db = props.get(TableKeys.DATABASE_NAME.key) or ""
+    return zlib.crc32(f"{db}.{name}".encode())
+
+
+def _enum_value(enum: type[E], key: ConfigKey, props: Mapping[str, str], *, required: bool) -> E | None:
+    raw = key.lookup(props)
+    if raw is None or raw == "":
+        if required:
+            raise InvalidTableConfigError(f"{key.key} is missing from {PROPERTIES_FILE}")
+        return None
+    try:
+        return enum(raw.strip().upper() if issubclass(enum, StrEnum) else raw.strip())
+    except ValueError as e:
+        allowed = ", ".join(str(m.value) for m in enum)
+        raise UnsupportedTableError(f"unsupported {key.key}={raw!r} (supported: {allowed})") from e
+
+
+@dataclass(frozen=True)
+class TableConfig:
+    """A parsed, validated ``hoodie.properties``."""
+
+    props: Mapping[str, str] = field(repr=False)
+    table_type: TableType
+    table_version: TableVersion
+    table_name: str
+    database_name: str | None
+    record_key_fields: tuple[str, ...]
+    partition_fields: tuple[str, ...]
+    ordering_fields: tuple[str, ...]
+    base_file_format: BaseFileFormat
+    populate_meta_fields: bool
+    timezone: TimelineTimezone
+    hive_style_partitioning: bool
+    url_encode_partitioning: bool
+    merge_mode: RecordMergeMode | None
+    merge_strategy_id: str | None
+    payload_class: str | None
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str], *, source: str = PROPERTIES_FILE) -> TableConfig:
+        """Build and validate a config; raises naming the first unsupported or invalid value."""
+        frozen = MappingProxyType(dict(props))
+        raw_version = TableKeys.VERSION.lookup(props)
+        try:
+            version_number = int(raw_version) if raw_version is not None else 0
+        except ValueError as e:
+            raise InvalidTableConfigError(
+                f"{source}: {TableKeys.VERSION.key}={raw_version!r} is not a number"
+            ) from e
+        if raw_version is None:
+            raise InvalidTableConfigError(f"{source}: {TableKeys.VERSION.key} is missing")
+        try:
+            version = TableVersion(version_number)
+        except ValueError as e:
+            raise UnsupportedTableError(
+                f"{source}: unsupported {TableKeys.VERSION.key}={version_number} "
+                "(supported table versions: 6, 8, 9; upgrade or downgrade the table with Apache Hudi first)"
+            ) from e
+        table_type = _enum_value(TableType, TableKeys.TYPE, props, required=True)
+        base_format = _enum_value(BaseFileFormat, TableKeys.BASE_FILE_FORMAT, props, required=True)
+        timezone = _enum_value(TimelineTimezone, TableKeys.TIMELINE_TIMEZONE, props, required=True)
+        merge_mode = _enum_value(RecordMergeMode, TableKeys.MERGE_MODE, props, required=False)
+        name = TableKeys.NAME.lookup(props)
+        if not name:
+            raise InvalidTableConfigError(f"{source}: {TableKeys.NAME.key} is missing")
+        assert table_type is not None and base_format is not None and timezone is not None
+        payload = TableKeys.LEGACY_PAYLOAD_CLASS.lookup(props) or TableKeys.PAYLOAD_CLASS.lookup(props)
+        config = cls(
+            props=frozen,
+            table_type=table_type,
+            table_version=version,
+            table_name=name,
+            database_name=TableKeys.DATABASE_NAME.lookup(props) or None,
+            record_key_fields=_split_fields(TableKeys.RECORDKEY_FIELDS.lookup(props)),
+            partition_fields=_split_fields(TableKeys.PARTITION_FIELDS.lookup(props)),
+            ordering_fields=_split_fields(TableKeys.ORDERING_FIELDS.lookup(props)),
+            base_file_format=base_format,
+            populate_meta_fields=_bool(TableKeys.POPULATE_META_FIELDS.lookup(props)),
+            timezone=timezone,
+            hive_style_partitioning=_bool(TableKeys.HIVE_STYLE_PARTITIONING.lookup(props)),
+            url_encode_partitioning=_bool(TableKeys.URL_ENCODE_PARTITIONING.lookup(props)),
+            merge_mode=merge_mode,
+            merge_strategy_id=TableKeys.MERGE_STRATEGY_ID.lookup(props),
+            payload_class=payload,
+        )
+        config._validate(source)
+        return config
+
+    def _validate(self, source: str) -> None:
+        layout = self.get(TableKeys.TIMELINE_LAYOUT_VERSION)
+        expected = self.table_version.timeline_layout
+        if layout is not None and layout.strip() != str(expected):
+            raise UnsupportedTableError(
+                f"{source}: {TableKeys.TIMELINE_LAYOUT_VERSION.key}={layout} does not match "
+                f"table version {int(self.table_version)} (expected layout {expected})"
+            )
+        if self.base_file_format is not BaseFileFormat.PARQUET:
+            raise UnsupportedTableError(
+                f"{source}: {TableKeys.BASE_FILE_FORMAT.key}={self.base_file_format.value} is not supported "
+                "(only PARQUET base files)"
+            )
+        log_format = (self.get(TableKeys.LOG_FILE_FORMAT) or "").upper()
+        if log_format != "HOODIE_LOG":
+            raise UnsupportedTableError(
+                f"{source}: {TableKeys.LOG_FILE_FORMAT.key}={log_format} is not supported"
+            )
+        if _bool(self.get(TableKeys.DROP_PARTITION_COLUMNS)):
+            raise UnsupportedTableError(
+                f"{source}: {TableKeys.DROP_PARTITION_COLUMNS.key}=true is not supported "
+                "(partition columns must be kept in the data files)"
+            )
+        if self.get(TableKeys.BOOTSTRAP_BASE_PATH):
+            raise UnsupportedTableError(
+                f"{source}: bootstrapped tables ({TableKeys.BOOTSTRAP_BASE_PATH.key}) are not supported"
+            )
+        if (self.get(TableKeys.TABLE_FORMAT) or "native").lower() != "native":
+            raise UnsupportedTableError(
+                f"{source}: {TableKeys.TABLE_FORMAT.key}={self.get(TableKeys.TABLE_FORMAT)} is not supported"
+            )
+        if not self.record_key_fields and self.populate_meta_fields is False:
+            raise UnsupportedTableError(f"{source}: a table without meta fields needs record key fields")
+
+    # -- accessors ----------------------------------------------------------------------------
+    def get(self, key: ConfigKey) -> str | None:
+        return key.lookup(self.props)
+
+    @property
+    def is_mor(self) -> bool:
+        return self.table_type is TableType.MERGE_ON_READ
+
+    @property
+    def timeline_layout(self) -> int:
+        return self.table_version.timeline_layout
+
+    @property
+    def is_partitioned(self) -> bool:
+        return bool(self.partition_fields)
+
+    @property
+    def metadata_partitions(self) -> tuple[str, ...]:
+        return _split_fields(self.get(TableKeys.METADATA_PARTITIONS))
+
+    @property
+    def metadata_partitions_inflight(self) -> tuple[str, ...]:
+        return _split_fields(self.get(TableKeys.METADATA_PARTITIONS_INFLIGHT))
+
+    @property
+    def create_schema(self) -> str | None:
+        return self.get(TableKeys.CREATE_SCHEMA)
+
+    @property
+    def partial_update_mode(self) -> str | None:
+        return self.get(TableKeys.PARTIAL_UPDATE_MODE)
+
+    @property
+    def merge_properties(self) -> dict[str, str]:
+        prefix = TableKeys.MERGE_PROPERTY_PREFIX
+        return {k[len(prefix) :]: v for k, v in self.props.items() if k.startswith(prefix)}
+
+    def with_updates(self, updates: Mapping[str, str | None]) -> TableConfig:
+        """A new config with keys set (or removed where the value is None)."""
+        props = dict(self.props)
+        for k, v in updates.items():
+            if v is None:
+                props.pop(k, None)
+            else:
+                props[k] = v
+        return TableConfig.from_properties(props)
+
+
+# -- storage ----------------------------------------------------------------------------------
+
+
+def _read_one(fileio: FileIO, path: str) -> dict[str, str]:
+    text = fileio.read_bytes(path).decode("latin-1")
+    props = parse_properties(text)
+    checksum = props.get(TableKeys.CHECKSUM.key)
+    if checksum is not None:
+        expected = table_checksum(props)
+        if checksum.strip() != str(expected):
+            raise InvalidTableConfigError(
+                f"{path}: {TableKeys.CHECKSUM.key}={checksum} does not match the checksum of "
+                f"'{props.get(TableKeys.DATABASE_NAME.key) or ''}.{props.get(TableKeys.NAME.key)}' "
+                f"({expected}); the file is corrupt or was edited by hand"
+            )
+    return props
+
+
+def read_table_properties(fileio: FileIO, meta_path: str) -> dict[str, str]:
+    """Read ``hoodie.properties`` (falling back to the backup an interrupted update left behind)."""
+    primary = join(meta_path, PROPERTIES_FILE)
+    backup = join(meta_path, PROPERTIES_BACKUP_FILE)
+    try:
+        return _read_one(fileio, primary)
+    except (FileNotFoundError, InvalidTableConfigError) as primary_error:
+        if fileio.exists(backup):
+            try:
+                return _read_one(fileio, backup)
+            except (FileNotFoundError, InvalidTableConfigError):
+                pass
+        raise primary_error
+
+
+def _render(props: Mapping[str, str], comment: str) -> bytes:
+    full = dict(props)
+    full[TableKeys.CHECKSUM.key] = str(table_checksum(full))
+    now = dt.datetime.now(dt.UTC)
+    stamp = now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return format_properties(full, f"{comment} {stamp}", now).encode("latin-1")
+
+
+def create_table_properties(fileio: FileIO, meta_path: str, props: Mapping[str, str]) -> None:
+    """Write a new table's ``hoodie.properties`` (with checksum); fails if one exists."""
+    fileio.create_new(join(meta_path, PROPERTIES_FILE), _render(props, "Properties saved on"))
+
+
+def update_table_properties(
+    fileio: FileIO, meta_path: str, updates: Mapping[str, str | None]
+) -> dict[str, str]:
+    """Update keys with Hudi's protocol: backup, delete, write, verify, drop the backup."""
+    primary = join(meta_path, PROPERTIES_FILE)
+    backup = join(meta_path, PROPERTIES_BACKUP_FILE)
+    current = read_table_properties(fileio, meta_path)
+    fileio.write_bytes(backup, fileio.read_bytes(primary))
+    props = dict(current)
+    for k, v in updates.items():
+        if v is None:
+            props.pop(k, None)
+        else:
+            props[k] = v
+    fileio.delete(primary)
+    fileio.write_bytes(primary, _render(props, "Updated at"))
+    written = _read_one(fileio, primary)
+    fileio.delete(backup)
+    return written

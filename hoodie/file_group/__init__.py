@@ -1,0 +1,1 @@
+"""File groups and slices, base files, log files and log blocks."""

@@ -1,0 +1,50 @@
+"""Base file names: ``<fileId>_<writeToken>_<instantTime>.<ext>``."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass
+
+_BASE_RE = re.compile(r"^([^_/]+)_(\d+-\d+-\d+)_(\d+)\.(parquet|orc|hfile|lance)$")
+_EXTENSIONS = {"PARQUET": "parquet", "ORC": "orc", "HFILE": "hfile", "LANCE": "lance"}
+
+
+def new_file_id(index: int = 0) -> str:
+    """A new file group id, ``<uuid>-<n>`` as Hudi makes them."""
+    return f"{uuid.uuid4()}-{index}"
+
+
+def write_token(partition_id: int, stage_id: int, attempt_id: int) -> str:
+    """Hudi's write token ``<taskPartitionId>-<stageId>-<taskAttemptId>``."""
+    return f"{partition_id}-{stage_id}-{attempt_id}"
+
+
+def extension_for(base_file_format: str) -> str:
+    return _EXTENSIONS[base_file_format.upper()]
+
+
+@dataclass(frozen=True, slots=True)
+class BaseFile:
+    """A base file of a file slice; ``commit_time`` is the requested time of the writing instant."""
+
+    file_id: str
+    write_token: str
+    commit_time: str
+    extension: str = "parquet"
+    size: int = 0
+
+    @property
+    def name(self) -> str:
+        return f"{self.file_id}_{self.write_token}_{self.commit_time}.{self.extension}"
+
+    @classmethod
+    def parse(cls, name: str, size: int = 0) -> BaseFile | None:
+        """Parse a base file name; None if ``name`` is not one."""
+        m = _BASE_RE.match(name)
+        if not m:
+            return None
+        return cls(m.group(1), m.group(2), m.group(3), m.group(4), size)
+
+    def with_size(self, size: int) -> BaseFile:
+        return BaseFile(self.file_id, self.write_token, self.commit_time, self.extension, size)

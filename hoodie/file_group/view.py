@@ -1,0 +1,271 @@
+"""The file-system view: a table's file groups and slices as of any instant.
+
+It applies Apache Hudi's visibility rules when building slices from a storage listing:
+
+* a base file is visible only if its instant completed (instants older than the active timeline
+  count as completed, as Hudi assumes for archived instants); base files of pending compaction or
+  clustering, and files left by failed or rolled-back writes, are therefore invisible;
+* table version 6 (layout 1): a log file belongs to the slice named by its base instant; a pending
+  compaction at ``C`` opens an empty slice ``C`` that collects the logs written after it, and a
+  snapshot read merges it with the previous slice;
+* table versions 8+ (layout 2): a log file carries its delta commit's instant and belongs to the
+  newest slice whose base instant is at or before the delta commit's *completion* time; logs of
+  pending delta commits go to the newest slice; a pending compaction slice is opened before logs
+  are placed, and merged for snapshot reads as above;
+* file groups replaced by a completed replace commit at or before the query instant are hidden.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from hoodie.file_group.base_file import BaseFile
+from hoodie.file_group.file_slice import FileGroup, FileGroupId, FileSlice
+from hoodie.file_group.log_file import LogFile
+from hoodie.io.fileio import FileIO, join
+from hoodie.timeline.instant_time import normalize
+from hoodie.timeline.timeline import Timeline
+
+PARTITION_METAFILE = ".hoodie_partition_metadata"
+_PARTITION_METAFILES = (PARTITION_METAFILE, PARTITION_METAFILE + ".parquet", PARTITION_METAFILE + ".orc")
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionListing:
+    """The base and log files found in one partition folder."""
+
+    partition_path: str
+    base_files: tuple[BaseFile, ...]
+    log_files: tuple[LogFile, ...]
+
+
+def list_partition_paths(fileio: FileIO, base_path: str) -> list[str]:
+    """Every partition (a folder holding ``.hoodie_partition_metadata``), relative to ``base_path``.
+
+    The table root itself is the partition ``""`` of a non-partitioned table.
+    """
+    out: list[str] = []
+
+    def walk(path: str, rel: str) -> None:
+        entries = fileio.list_dir(path)
+        if any(not e.is_dir and e.name in _PARTITION_METAFILES for e in entries):
+            out.append(rel)
+        for e in entries:
+            if e.is_dir and not e.name.startswith("."):
+                walk(e.path, f"{rel}/{e.name}" if rel else e.name)
+
+    walk(base_path, "")
+    return sorted(out)
+
+
+def list_partition(fileio: FileIO, base_path: str, partition_path: str) -> PartitionListing:
+    bases: list[BaseFile] = []
+    logs: list[LogFile] = []
+    for e in fileio.list_dir(join(base_path, partition_path)):
+        if e.is_dir:
+            continue
+        base = BaseFile.parse(e.name, e.size)
+        if base is not None:
+            bases.append(base)
+            continue
+        log = LogFile.parse(e.name, e.size)
+        if log is not None and log.extension == "log" and not log.is_cdc:
+            logs.append(log)
+    return PartitionListing(partition_path, tuple(bases), tuple(logs))
+
+
+class FileSystemView:
+    """File groups of a table as of a point on its timeline.
+
+    ``timeline`` is the table's active timeline; ``as_of`` (a requested instant time, inclusive)
+    limits what is visible, None meaning the latest state. ``pending_compactions`` maps the file
+    groups of pending compaction plans to the plan's instant; ``replaced`` maps file groups named
+    in completed replace commits to the replace instant. ``completion_time`` resolves the
+    completion time of instants older than the active timeline (archived), for layout 2.
+    """
+
+    def __init__(
+        self,
+        fileio: FileIO,
+        base_path: str,
+        layout: int,
+        timeline: Timeline,
+        *,
+        pending_compactions: Mapping[FileGroupId, str],
+        replaced: Mapping[FileGroupId, str],
+        as_of: str | None = None,
+        archived_completion_time: Callable[[str], str | None] | None = None,
+        listings: Iterable[PartitionListing] | None = None,
+    ) -> None:
+        self.fileio = fileio
+        self.base_path = base_path
+        self.layout = layout
+        self.as_of = as_of
+        self._timeline = timeline
+        writes = timeline.writes()
+        visible = writes.completed()
+        if as_of is not None:
+            visible = visible.before(as_of, inclusive=True)
+        self._visible = visible
+        first_completed = writes.completed().first()
+        self._timeline_start = normalize(first_completed.requested_time) if first_completed else None
+        self._pending_compactions = {
+            fg: ts
+            for fg, ts in pending_compactions.items()
+            if as_of is None or normalize(ts) <= normalize(as_of)
+        }
+        self._replaced = {
+            fg: ts for fg, ts in replaced.items() if as_of is None or normalize(ts) <= normalize(as_of)
+        }
+        self._archived_completion_time = archived_completion_time
+        self._listings: dict[str, PartitionListing] = {}
+        if listings is not None:
+            for listing in listings:
+                self._listings[listing.partition_path] = listing
+        self._partitions: list[str] | None = None
+
+    # -- visibility ---------------------------------------------------------------------------
+    def _before_timeline_start(self, ts: str) -> bool:
+        return self._timeline_start is not None and normalize(ts) < self._timeline_start
+
+    def is_committed(self, ts: str) -> bool:
+        """Whether files written at ``ts`` are visible (completed, or older than the timeline)."""
+        if self.as_of is not None and normalize(ts) > normalize(self.as_of):
+            return False
+        return ts in self._visible or self._before_timeline_start(ts)
+
+    def completion_time(self, ts: str) -> str | None:
+        """Completion time of a completed write instant (None if pending or unknown)."""
+        ct = self._timeline.completion_time(ts)
+        if ct is not None:
+            return ct
+        if self._before_timeline_start(ts):
+            if self._archived_completion_time is not None:
+                found = self._archived_completion_time(ts)
+                if found is not None:
+                    return found
+            return ts
+        return None
+
+    # -- listing ------------------------------------------------------------------------------
+    def partitions(self) -> list[str]:
+        if self._partitions is None:
+            self._partitions = list_partition_paths(self.fileio, self.base_path)
+        return self._partitions
+
+    def listing(self, partition_path: str) -> PartitionListing:
+        cached = self._listings.get(partition_path)
+        if cached is None:
+            cached = list_partition(self.fileio, self.base_path, partition_path)
+            self._listings[partition_path] = cached
+        return cached
+
+    # -- file groups --------------------------------------------------------------------------
+    def file_groups(self, partition_path: str) -> list[FileGroup]:
+        """All file groups of a partition with their visible slices (replaced groups included)."""
+        listing = self.listing(partition_path)
+        groups: dict[str, FileGroup] = {}
+
+        def group(file_id: str) -> FileGroup:
+            fg = groups.get(file_id)
+            if fg is None:
+                fg = groups[file_id] = FileGroup(partition_path, file_id)
+            return fg
+
+        for base in listing.base_files:
+            if self.is_committed(base.commit_time):
+                group(base.file_id).add_base_file(base)
+        for fg_id, ts in self._pending_compactions.items():
+            if fg_id.partition_path == partition_path:
+                group(fg_id.file_id).add_slice_key(ts)
+        logs = sorted(listing.log_files, key=lambda lf: (lf.file_id, lf.sort_key))
+        for log in logs:
+            if self.layout >= 2:
+                self._place_log_v2(group(log.file_id), log)
+            else:
+                self._place_log_v1(group(log.file_id), log)
+        return [fg for fg in groups.values() if fg.has_slices()]
+
+    def _place_log_v1(self, fg: FileGroup, log: LogFile) -> None:
+        # Layout 1 names a log by its slice's base instant; blocks of uncommitted or later
+        # instants are skipped when the log is scanned.
+        if self.as_of is not None and normalize(log.instant_time) > normalize(self.as_of):
+            return
+        fg.add_log_file(log.instant_time, log)
+
+    def _place_log_v2(self, fg: FileGroup, log: LogFile) -> None:
+        if not self.is_committed(log.instant_time):
+            return  # uncommitted (pending, failed, rolled back) or after the query instant
+        keys = fg.slice_keys_desc()
+        if not keys:
+            fg.add_log_file(log.instant_time, log)
+            return
+        completed_at = self.completion_time(log.instant_time)
+        if completed_at is None:
+            fg.add_log_file(keys[0], log)
+            return
+        for key in keys:
+            if normalize(completed_at) >= normalize(key):
+                fg.add_log_file(key, log)
+                return
+        fg.add_log_file(log.instant_time, log)
+
+    def is_replaced(self, fg_id: FileGroupId) -> bool:
+        return fg_id in self._replaced
+
+    # -- queries ------------------------------------------------------------------------------
+    def latest_file_slices(self, partitions: Iterable[str] | None = None) -> list[FileSlice]:
+        """The slice a snapshot read merges, per live file group (pending compaction merged)."""
+        out: list[FileSlice] = []
+        for partition in self.partitions() if partitions is None else partitions:
+            for fg in self.file_groups(partition):
+                if self.is_replaced(fg.group_id):
+                    continue
+                merged = self._merged_latest(fg)
+                if merged is not None and not merged.is_empty:
+                    out.append(merged)
+        return sorted(out, key=lambda s: (s.partition_path, s.file_id))
+
+    def _merged_latest(self, fg: FileGroup) -> FileSlice | None:
+        slices = fg.slices()
+        if not slices:
+            return None
+        latest = slices[0]
+        pending = self._pending_compactions.get(fg.group_id)
+        if pending is not None and latest.base_instant_time == pending and len(slices) > 1:
+            previous = slices[1]
+            return FileSlice(
+                latest.partition_path,
+                latest.file_id,
+                previous.base_instant_time,
+                previous.base_file,
+                previous.log_files + latest.log_files,
+            )
+        return latest
+
+    def latest_base_files(self, partitions: Iterable[str] | None = None) -> list[FileSlice]:
+        """Read-optimized: the newest committed base file per live file group, without logs."""
+        out: list[FileSlice] = []
+        for partition in self.partitions() if partitions is None else partitions:
+            for fg in self.file_groups(partition):
+                if self.is_replaced(fg.group_id):
+                    continue
+                for s in fg.slices():
+                    if s.base_file is not None:
+                        out.append(s.without_logs())
+                        break
+        return sorted(out, key=lambda s: (s.partition_path, s.file_id))
+
+    def all_file_slices(self, partitions: Iterable[str] | None = None) -> list[FileSlice]:
+        """Every slice of every live file group (for planning table services)."""
+        out: list[FileSlice] = []
+        for partition in self.partitions() if partitions is None else partitions:
+            for fg in self.file_groups(partition):
+                if not self.is_replaced(fg.group_id):
+                    out.extend(fg.slices())
+        return out
+
+    def visible_timeline(self) -> Timeline:
+        """Completed write instants visible to this view."""
+        return self._visible

@@ -1,0 +1,1 @@
+"""Record merging: merge modes, the vectorized fast path, the per-record engine, payloads."""

@@ -1,0 +1,1 @@
+"""Reading Hudi tables: log scanning, merging file slices, and the query types."""

@@ -1,0 +1,101 @@
+"""Which log blocks of a file slice a read applies, in which order (Hudi's log-record scan).
+
+Blocks are visited in log-file order, then file order. The scan stops at the first block newer
+than the read's instant. Data and delete blocks of instants that did not complete are skipped
+(failed or rolled-back writes), as are blocks outside an incremental range. A ROLLBACK command
+block cancels every earlier queued block of its target instant, and every queued corrupt block.
+Corrupt blocks that survive are reported and ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from hoodie.errors import CorruptLogBlockError, UnsupportedTableError
+from hoodie.file_group.file_slice import FileSlice
+from hoodie.file_group.log_block import BlockType, LogBlock
+from hoodie.file_group.log_reader import CorruptBlockReport, iter_blocks
+from hoodie.io.fileio import FileIO
+from hoodie.timeline.instant_time import normalize
+
+
+@dataclass(frozen=True, slots=True)
+class InstantRange:
+    """``(start, end]`` on requested instant times; either bound may be open."""
+
+    start_exclusive: str | None = None
+    end_inclusive: str | None = None
+
+    def __contains__(self, ts: object) -> bool:
+        if not isinstance(ts, str):
+            return False
+        key = normalize(ts)
+        if self.start_exclusive is not None and key <= normalize(self.start_exclusive):
+            return False
+        return self.end_inclusive is None or key <= normalize(self.end_inclusive)
+
+
+@dataclass(slots=True)
+class ScanStats:
+    """Counters Hudi reports in its write stats for a compaction's log scan."""
+
+    total_log_files: int = 0
+    total_log_blocks: int = 0
+    total_rollback_blocks: int = 0
+    total_corrupt_blocks: int = 0
+    total_log_size: int = 0
+
+
+def scan_log_blocks(
+    fileio: FileIO,
+    base_path: str,
+    file_slice: FileSlice,
+    *,
+    is_committed: Callable[[str], bool],
+    latest_instant: str | None,
+    instant_range: InstantRange | None = None,
+    report: CorruptBlockReport | None = None,
+    stats: ScanStats | None = None,
+) -> list[LogBlock]:
+    """The data and delete blocks to apply to the slice, in application order."""
+    queue: list[LogBlock] = []
+    latest = normalize(latest_instant) if latest_instant is not None else None
+    stats = stats if stats is not None else ScanStats()
+    for path in file_slice.log_file_paths(base_path):
+        data = fileio.read_bytes(path)
+        stats.total_log_files += 1
+        stats.total_log_size += len(data)
+        stop = False
+        for block in iter_blocks(data, path):
+            stats.total_log_blocks += 1
+            if block.is_corrupt:
+                stats.total_corrupt_blocks += 1
+                if report is not None:
+                    report.add(path, block.offset, block.size)
+                queue.append(block)
+                continue
+            ts = block.instant_time
+            if ts is None:
+                raise CorruptLogBlockError(f"{path}@{block.offset}: log block has no INSTANT_TIME header")
+            if latest is not None and normalize(ts) > latest:
+                stop = True
+                break
+            if block.block_type is BlockType.COMMAND:
+                if block.is_rollback:
+                    stats.total_rollback_blocks += 1
+                    target = block.target_instant_time
+                    queue = [b for b in queue if not b.is_corrupt and b.instant_time != target]
+                continue
+            if block.block_type is BlockType.HFILE_DATA:
+                raise UnsupportedTableError(f"{path}: HFile data blocks belong to the metadata table")
+            if block.block_type is BlockType.CDC_DATA:
+                continue
+            if not is_committed(ts):
+                continue
+            if instant_range is not None and ts not in instant_range:
+                continue
+            queue.append(block)
+        if stop:
+            break
+    return [b for b in queue if not b.is_corrupt]

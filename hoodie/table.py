@@ -1,0 +1,222 @@
+"""A Hudi table: its config, timeline, plan and commit payloads, and file-system views.
+
+``HoodieTable.open(uri)`` validates the table and fails fast, naming anything unsupported. The
+object caches what never changes (completed commit metadata, plans) and reloads the timeline on
+request; everything else is derived from an immutable snapshot of the timeline.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from typing import Any
+
+from hoodie.config.table_config import METAFOLDER, TableConfig, read_table_properties
+from hoodie.errors import MalformedPlanError, TableNotFoundError, TimelineError
+from hoodie.file_group.file_slice import FileGroupId
+from hoodie.file_group.view import FileSystemView
+from hoodie.io.fileio import FileIO, join
+from hoodie.models.clustering import RequestedReplaceMetadata
+from hoodie.models.commit import CommitMetadata, ReplaceCommitMetadata
+from hoodie.models.compaction import CompactionPlan
+from hoodie.timeline.instant import Action, Instant, State
+from hoodie.timeline.instant_time import timezone_of
+from hoodie.timeline.layout import TablePaths
+from hoodie.timeline.timeline import ActiveTimeline
+
+log = logging.getLogger(__name__)
+
+
+class HoodieTable:
+    """An opened Hudi table."""
+
+    def __init__(self, fileio: FileIO, base_path: str, config: TableConfig) -> None:
+        self.fileio = fileio
+        self.base_path = base_path
+        self.config = config
+        self.paths = TablePaths.of(base_path, config)
+        self.tz = timezone_of(config.timezone.value)
+        self._timeline: ActiveTimeline | None = None
+        self._commit_cache: dict[tuple[str, str | None], CommitMetadata] = {}
+        self._plan_cache: dict[tuple[str, str], Any] = {}
+        self._guard = threading.Lock()
+
+    # -- opening ------------------------------------------------------------------------------
+    @classmethod
+    def open(cls, uri: str, **storage_options: Any) -> HoodieTable:
+        """Open the table at ``uri`` (a path or URI); raises naming the first unsupported value."""
+        fileio, base_path = FileIO.for_uri(uri, **storage_options)
+        meta = join(base_path, METAFOLDER)
+        try:
+            props = read_table_properties(fileio, meta)
+        except FileNotFoundError as e:
+            raise TableNotFoundError(
+                f"no Hudi table at {uri}: {join(meta, 'hoodie.properties')} does not exist"
+            ) from e
+        config = TableConfig.from_properties(props, source=join(meta, "hoodie.properties"))
+        return cls(fileio, base_path, config)
+
+    @property
+    def table_version(self) -> int:
+        return int(self.config.table_version)
+
+    @property
+    def name(self) -> str:
+        return self.config.table_name
+
+    def uri(self) -> str:
+        return self.fileio.to_uri(self.base_path)
+
+    # -- timeline -----------------------------------------------------------------------------
+    @property
+    def timeline(self) -> ActiveTimeline:
+        if self._timeline is None:
+            self._timeline = ActiveTimeline.load(self.fileio, self.paths, self.tz)
+        return self._timeline
+
+    def reload(self) -> ActiveTimeline:
+        self._timeline = ActiveTimeline.load(self.fileio, self.paths, self.tz)
+        return self._timeline
+
+    def _state_bytes(self, timeline: ActiveTimeline, ts: str, state: State) -> tuple[bytes, str]:
+        name = timeline.state_file(ts, state)
+        if name is None:
+            raise TimelineError(f"instant {ts} has no {state.name.lower()} file on {self.paths.timeline}")
+        path = timeline.path_of(name)
+        return self.fileio.read_bytes(path), path
+
+    def commit_metadata(self, instant: Instant, timeline: ActiveTimeline | None = None) -> CommitMetadata:
+        """The metadata of a completed commit, delta commit or replace commit (cached)."""
+        if not instant.is_completed:
+            raise TimelineError(f"{instant} is not completed; it has no commit metadata")
+        key = (instant.requested_time, instant.completion_time)
+        cached = self._commit_cache.get(key)
+        if cached is not None:
+            return cached
+        data, path = self._state_bytes(timeline or self.timeline, instant.requested_time, State.COMPLETED)
+        model: type[CommitMetadata] = (
+            ReplaceCommitMetadata if instant.action is Action.REPLACE_COMMIT else CommitMetadata
+        )
+        meta = model.from_bytes(data, self.table_version, path) if data else model()
+        with self._guard:
+            self._commit_cache[key] = meta
+        return meta
+
+    def compaction_plan(self, ts: str, timeline: ActiveTimeline | None = None) -> CompactionPlan:
+        """The plan in ``T.compaction.requested`` (or ``T.logcompaction.requested``)."""
+        plan: CompactionPlan = self._plan(ts, "compaction", CompactionPlan, timeline)
+        return plan
+
+    def clustering_plan(self, ts: str, timeline: ActiveTimeline | None = None) -> RequestedReplaceMetadata:
+        """The requested replace metadata of a clustering (or replace) instant."""
+        meta: RequestedReplaceMetadata = self._plan(ts, "clustering", RequestedReplaceMetadata, timeline)
+        return meta
+
+    def _plan(self, ts: str, kind: str, model: Any, timeline: ActiveTimeline | None) -> Any:
+        key = (ts, kind)
+        cached = self._plan_cache.get(key)
+        if cached is not None:
+            return cached
+        data, path = self._state_bytes(timeline or self.timeline, ts, State.REQUESTED)
+        if not data:
+            raise MalformedPlanError(f"{path}: the requested file is empty; a {kind} plan was expected")
+        plan = model.from_bytes(data, self.table_version, path)
+        with self._guard:
+            self._plan_cache[key] = plan
+        return plan
+
+    def is_clustering(self, instant: Instant, timeline: ActiveTimeline | None = None) -> bool:
+        """Whether a pending instant is a clustering.
+
+        Table version 8+ uses the ``clustering`` action; version 6 a ``replacecommit`` whose plan
+        has operation type CLUSTER.
+        """
+        if instant.action is Action.CLUSTERING:
+            return True
+        if instant.action is not Action.REPLACE_COMMIT or instant.is_completed:
+            return False
+        tl = timeline or self.timeline
+        data, path = self._state_bytes(tl, instant.requested_time, State.REQUESTED)
+        if not data:
+            return False
+        meta = RequestedReplaceMetadata.from_bytes(data, self.table_version, path)
+        return bool(meta.is_clustering)
+
+    # -- derived state ------------------------------------------------------------------------
+    def pending_compaction_operations(self, timeline: ActiveTimeline | None = None) -> dict[FileGroupId, str]:
+        """File groups of pending compaction plans, mapped to the plan instant."""
+        tl = timeline or self.timeline
+        out: dict[FileGroupId, str] = {}
+        for instant in tl.pending_compaction():
+            plan = self.compaction_plan(instant.requested_time, tl)
+            for partition, file_id in plan.file_groups():
+                out[FileGroupId(partition, file_id)] = instant.requested_time
+        return out
+
+    def pending_clustering_file_groups(
+        self, timeline: ActiveTimeline | None = None
+    ) -> dict[FileGroupId, str]:
+        """File groups that pending clustering plans will rewrite, mapped to the plan instant."""
+        tl = timeline or self.timeline
+        out: dict[FileGroupId, str] = {}
+        for instant in tl.pending():
+            if not self.is_clustering(instant, tl):
+                continue
+            meta = self.clustering_plan(instant.requested_time, tl)
+            if meta.clustering_plan is None:
+                continue
+            for partition, file_id in meta.clustering_plan.file_groups():
+                out[FileGroupId(partition, file_id)] = instant.requested_time
+        return out
+
+    def replaced_file_groups(self, timeline: ActiveTimeline | None = None) -> dict[FileGroupId, str]:
+        """File groups named by completed replace commits, mapped to the (earliest) replace instant."""
+        tl = timeline or self.timeline
+        out: dict[FileGroupId, str] = {}
+        for instant in tl.completed().actions(Action.REPLACE_COMMIT):
+            meta = self.commit_metadata(instant, tl)
+            if not isinstance(meta, ReplaceCommitMetadata):
+                continue
+            for partition, file_id in meta.replaced_file_ids():
+                out.setdefault(FileGroupId(partition, file_id), instant.requested_time)
+        return out
+
+    def file_system_view(
+        self, as_of: str | None = None, timeline: ActiveTimeline | None = None
+    ) -> FileSystemView:
+        """File groups and slices as of ``as_of`` (a requested instant time, inclusive) or latest."""
+        tl = timeline or self.timeline
+        return FileSystemView(
+            self.fileio,
+            self.base_path,
+            self.paths.layout,
+            tl,
+            pending_compactions=self.pending_compaction_operations(tl),
+            replaced=self.replaced_file_groups(tl),
+            as_of=as_of,
+        )
+
+    # -- schema -------------------------------------------------------------------------------
+    def latest_schema_json(self, as_of: str | None = None) -> dict[str, Any] | None:
+        """The table's Avro schema without meta fields: from the latest commit that carries one,
+        else ``hoodie.table.create.schema``; None for a table that has neither."""
+        tl = self.timeline.completed().writes()
+        if as_of is not None:
+            tl = tl.before(as_of, inclusive=True)
+        for instant in reversed(tl.instants):
+            meta = self.commit_metadata(instant)
+            if meta.schema:
+                parsed: dict[str, Any] = json.loads(meta.schema)
+                return parsed
+        create = self.config.create_schema
+        if create:
+            created: dict[str, Any] = json.loads(create)
+            return created
+        return None
+
+    @property
+    def has_metadata_table(self) -> bool:
+        return bool(self.config.metadata_partitions) or self.fileio.exists(
+            join(self.paths.metadata_table, ".hoodie", "hoodie.properties")
+        )

@@ -1,0 +1,1 @@
+"""Table locks and instant-time generation (Hudi's TrueTime rule)."""
