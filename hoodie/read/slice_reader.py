@@ -1,0 +1,222 @@
+"""Reading one file slice: its base file, its log blocks, merged as the table's merge mode says."""
+
+from __future__ import annotations
+
+import io
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import fastavro
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from hoodie.config.table_config import RecordMergeMode
+from hoodie.errors import CorruptLogBlockError, SchemaError
+from hoodie.file_group.file_slice import FileSlice
+from hoodie.file_group.log_block import BlockType, LogBlock
+from hoodie.file_group.log_reader import CorruptBlockReport
+from hoodie.io.fileio import FileIO
+from hoodie.merge.config import MergeConfig
+from hoodie.merge.records import DataEntry, DeleteEntry, LogEntry, merge_file_group
+from hoodie.merge.vectorized import DeleteEntries, MergeSpec, merge_slice
+from hoodie.models.codec import load_schema
+from hoodie.read.log_scanner import InstantRange, ScanStats, scan_log_blocks
+from hoodie.schema.avro_arrow import conform, decode_avro_block_content
+
+_I32 = struct.Struct(">i")
+_WRAPPER_PREFIX = "org.apache.hudi.avro.model."
+
+
+def project_table(table: pa.Table, schema: pa.Schema, where: str) -> pa.Table:
+    """``table`` with exactly ``schema``'s columns: missing ones null, types promoted as Avro allows."""
+    arrays: list[pa.Array | pa.ChunkedArray] = []
+    for f in schema:
+        if f.name in table.column_names:
+            col = table[f.name]
+            if col.type == f.type:
+                arrays.append(col)
+            else:
+                chunks = [conform(c, f.type, f"{where}: {f.name}") for c in col.chunks]
+                arrays.append(pa.chunked_array(chunks, f.type))
+        else:
+            arrays.append(pa.nulls(table.num_rows, f.type))
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def read_parquet(fileio: FileIO, path: str, schema: pa.Schema) -> pa.Table:
+    """A Parquet base file projected onto ``schema``."""
+    with fileio.open_input(path) as f:
+        pf = pq.ParquetFile(f)
+        present = [n for n in schema.names if n in pf.schema_arrow.names]
+        table = pf.read(columns=present, use_threads=True)
+    return project_table(table, schema, path)
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteBatch:
+    """A decoded delete block: keys, partitions and ordering values with their wrapper class."""
+
+    keys: list[str]
+    partitions: list[str | None]
+    ordering_values: list[Any]
+    ordering_classes: list[str | None]
+
+
+def decode_delete_block(block: LogBlock, table_version: int) -> DeleteBatch:
+    """The ``HoodieDeleteRecordList`` of a delete block (content version 3)."""
+    content = block.content
+    source = f"{block.log_file}@{block.offset}"
+    try:
+        version, length = struct.unpack_from(">ii", content, 0)
+    except struct.error as e:
+        raise CorruptLogBlockError(f"{source}: truncated delete block") from e
+    if version != 3:
+        raise CorruptLogBlockError(
+            f"{source}: delete block content version {version} is not supported (only 3, Hudi 0.10+)"
+        )
+    if length < 0 or 8 + length > len(content):
+        raise CorruptLogBlockError(f"{source}: delete block length {length} exceeds its {len(content)} bytes")
+    schema = fastavro.parse_schema(load_schema("HoodieDeleteRecordList", table_version))
+    try:
+        record = fastavro.schemaless_reader(
+            io.BytesIO(content[8 : 8 + length]), schema, None, return_record_name=True
+        )
+    except (EOFError, ValueError, IndexError, struct.error) as e:
+        raise CorruptLogBlockError(f"{source}: undecodable delete records: {e}") from e
+    assert isinstance(record, dict)
+    keys: list[str] = []
+    partitions: list[str | None] = []
+    values: list[Any] = []
+    classes: list[str | None] = []
+    for entry in record["deleteRecordList"]:
+        keys.append(entry["recordKey"])
+        partitions.append(entry.get("partitionPath"))
+        ordering = entry.get("orderingVal")
+        if isinstance(ordering, tuple):
+            name, wrapped = ordering
+            classes.append(name.removeprefix(_WRAPPER_PREFIX))
+            values.append(wrapped.get("value") if isinstance(wrapped, dict) else wrapped)
+        else:
+            classes.append(None)
+            values.append(ordering)
+    return DeleteBatch(keys, partitions, values, classes)
+
+
+@dataclass
+class SliceReadOptions:
+    """How to read slices of one table at one point of its timeline."""
+
+    schema: pa.Schema
+    merge: MergeConfig
+    table_version: int
+    is_committed: Callable[[str], bool]
+    latest_instant: str | None
+    key_field: str = "_hoodie_record_key"
+    instant_range: InstantRange | None = None
+    report: CorruptBlockReport = field(default_factory=CorruptBlockReport)
+    stats: ScanStats = field(default_factory=ScanStats)
+
+    @property
+    def merge_spec(self) -> MergeSpec:
+        return MergeSpec(
+            self.merge.mode,
+            self.merge.ordering_fields if self.merge.mode is RecordMergeMode.EVENT_TIME_ORDERING else (),
+            self.key_field,
+            self.merge.delete_field,
+            self.merge.delete_marker,
+        )
+
+    @property
+    def vectorized(self) -> bool:
+        return (
+            self.merge.mode in (RecordMergeMode.COMMIT_TIME_ORDERING, RecordMergeMode.EVENT_TIME_ORDERING)
+            and self.merge.partial_update_mode is None
+        )
+
+
+def read_slice(fileio: FileIO, base_path: str, file_slice: FileSlice, opts: SliceReadOptions) -> pa.Table:
+    """Merge one slice's base file and log blocks into rows of ``opts.schema``."""
+    base: pa.Table | None = None
+    base_path_of_slice = file_slice.base_file_path(base_path)
+    if base_path_of_slice is not None:
+        base = read_parquet(fileio, base_path_of_slice, opts.schema)
+    if not file_slice.log_files:
+        return base if base is not None else opts.schema.empty_table()
+    blocks = scan_log_blocks(
+        fileio,
+        base_path,
+        file_slice,
+        is_committed=opts.is_committed,
+        latest_instant=opts.latest_instant,
+        instant_range=opts.instant_range,
+        report=opts.report,
+        stats=opts.stats,
+    )
+    if not blocks:
+        return base if base is not None else opts.schema.empty_table()
+    partial = any(b.is_partial for b in blocks)
+    if opts.vectorized and not partial:
+        batches: list[pa.Table | DeleteEntries] = []
+        for block in blocks:
+            if block.block_type is BlockType.DELETE:
+                d = decode_delete_block(block, opts.table_version)
+                batches.append(
+                    DeleteEntries(pa.array(d.keys, pa.string()), d.ordering_values, d.ordering_classes)
+                )
+            else:
+                batches.append(decode_data_block(block, opts.schema))
+        return merge_slice(base, batches, opts.merge_spec)
+    return _merge_per_record(base, blocks, opts)
+
+
+def decode_data_block(block: LogBlock, schema: pa.Schema) -> pa.Table:
+    """An Avro or Parquet data block as rows of ``schema``."""
+    where = f"{block.log_file}@{block.offset}"
+    if block.block_type is BlockType.AVRO_DATA:
+        if not block.schema:
+            raise CorruptLogBlockError(f"{where}: Avro data block has no SCHEMA header")
+        return decode_avro_block_content(block.content, block.schema, schema)
+    if block.block_type is BlockType.PARQUET_DATA:
+        try:
+            table = pq.read_table(pa.BufferReader(block.content))
+        except pa.ArrowInvalid as e:
+            raise CorruptLogBlockError(f"{where}: Parquet data block is unreadable: {e}") from e
+        return project_table(table, schema, where)
+    raise CorruptLogBlockError(f"{where}: {block.block_type.name} is not a data block")
+
+
+def _merge_per_record(base: pa.Table | None, blocks: list[LogBlock], opts: SliceReadOptions) -> pa.Table:
+    ctx = opts.merge.with_schema(opts.schema)
+    entries: list[LogEntry] = []
+    for block in blocks:
+        if block.block_type is BlockType.DELETE:
+            d = decode_delete_block(block, opts.table_version)
+            entries.extend(
+                DeleteEntry(k, p, v, c)
+                for k, p, v, c in zip(
+                    d.keys, d.partitions, d.ordering_values, d.ordering_classes, strict=True
+                )
+            )
+            continue
+        columns: frozenset[str] | None = None
+        if block.is_partial and block.schema:
+            import json
+
+            columns = frozenset(f["name"] for f in json.loads(block.schema)["fields"])
+        table = decode_data_block(block, opts.schema)
+        if columns is not None:
+            table = table.select([n for n in table.column_names if n in columns])
+        entries.extend(DataEntry(row, block.is_partial, columns) for row in table.to_pylist())
+    key = opts.key_field
+
+    def key_of(row: dict[str, Any]) -> str:
+        value = row.get(key)
+        if value is None:
+            raise SchemaError(f"a record has no {key}; cannot merge it")
+        return str(value)
+
+    base_rows = base.to_pylist() if base is not None else []
+    rows = merge_file_group(base_rows, entries, ctx, key_of)
+    return pa.Table.from_pylist(rows, schema=opts.schema)

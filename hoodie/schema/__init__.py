@@ -1,0 +1,1 @@
+"""Table schemas: Avro (as Hudi writes them) and Arrow (as readers see them), and the codecs between."""
