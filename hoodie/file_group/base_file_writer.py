@@ -1,0 +1,129 @@
+"""Writing base files and partition metadata as Hudi does.
+
+A base file is Parquet with the five meta fields first and the footer keys Hudi's index and
+readers rely on: the min/max record key, the record-key bloom filter (keys added in row order)
+and its type code, and the Avro schema (``parquet.avro.schema`` with ``writer.model.name=avro``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from hoodie.bloom import (
+    BLOOM_FILTER_FOOTER_KEY,
+    BLOOM_TYPE_FOOTER_KEY,
+    BloomFilterTypeCode,
+    create_bloom_filter,
+)
+from hoodie.config.properties import java_date_string
+from hoodie.io.fileio import FileIO, join
+
+RECORD_KEY_FIELD = "_hoodie_record_key"
+MIN_RECORD_KEY_FOOTER = "hoodie_min_record_key"
+MAX_RECORD_KEY_FOOTER = "hoodie_max_record_key"
+AVRO_SCHEMA_FOOTER = "parquet.avro.schema"
+PARTITION_METAFILE = ".hoodie_partition_metadata"
+
+
+@dataclass(frozen=True, slots=True)
+class BloomOptions:
+    """``hoodie.index.bloom.num_entries``, ``.fpp``, ``hoodie.bloom.index.filter.type`` and max entries."""
+
+    num_entries: int = 60000
+    fpp: float = 0.000000001
+    type_code: BloomFilterTypeCode = BloomFilterTypeCode.DYNAMIC_V0
+    max_entries: int = 100000
+
+
+@dataclass(frozen=True, slots=True)
+class BaseFileResult:
+    """What writing one base file produced (sizes feed the commit's write stats)."""
+
+    path: str
+    size: int
+    num_records: int
+    min_record_key: str | None
+    max_record_key: str | None
+
+
+def footer_metadata(
+    keys: pa.Array | pa.ChunkedArray, avro_schema: Mapping[str, Any], bloom: BloomOptions
+) -> dict[str, str]:
+    """Hudi's Parquet footer key/values for a file whose record keys are ``keys`` in row order."""
+    meta = {AVRO_SCHEMA_FOOTER: json.dumps(avro_schema, separators=(",", ":")), "writer.model.name": "avro"}
+    if len(keys):
+        bf = create_bloom_filter(bloom.num_entries, bloom.fpp, bloom.type_code, bloom.max_entries)
+        bf.add_all(keys)
+        meta[BLOOM_FILTER_FOOTER_KEY] = bf.serialize()
+        if bloom.type_code is BloomFilterTypeCode.DYNAMIC_V0:
+            meta[BLOOM_TYPE_FOOTER_KEY] = bloom.type_code.value
+        bounds = pc.min_max(keys)
+        meta[MIN_RECORD_KEY_FOOTER] = str(bounds["min"].as_py())
+        meta[MAX_RECORD_KEY_FOOTER] = str(bounds["max"].as_py())
+    return meta
+
+
+def write_base_file(
+    fileio: FileIO,
+    path: str,
+    table: pa.Table,
+    avro_schema: Mapping[str, Any],
+    *,
+    compression: str = "gzip",
+    bloom: BloomOptions | None = None,
+    with_key_metadata: bool = True,
+    row_group_rows: int = 1_000_000,
+) -> BaseFileResult:
+    """Write ``table`` (meta fields included) as a new base file at ``path``."""
+    bloom = bloom or BloomOptions()
+    metadata: dict[str, str] = {}
+    keys: pa.ChunkedArray | None = None
+    if with_key_metadata and RECORD_KEY_FIELD in table.column_names:
+        keys = table[RECORD_KEY_FIELD]
+        metadata = footer_metadata(keys, avro_schema, bloom)
+    else:
+        metadata = {
+            AVRO_SCHEMA_FOOTER: json.dumps(avro_schema, separators=(",", ":")),
+            "writer.model.name": "avro",
+        }
+    schema = table.schema.with_metadata({k.encode(): v.encode() for k, v in metadata.items()})
+    with fileio.open_output(path) as sink:
+        writer = pq.ParquetWriter(sink, schema, compression=compression, use_compliant_nested_type=True)
+        writer.write_table(table.replace_schema_metadata(schema.metadata), row_group_size=row_group_rows)
+        writer.close()
+    info = fileio.info(path)
+    size = info.size if info is not None else 0
+    return BaseFileResult(
+        path,
+        size,
+        table.num_rows,
+        metadata.get(MIN_RECORD_KEY_FOOTER),
+        metadata.get(MAX_RECORD_KEY_FOOTER),
+    )
+
+
+def write_partition_metadata(fileio: FileIO, base_path: str, partition_path: str, commit_time: str) -> bool:
+    """Create ``.hoodie_partition_metadata`` in a partition if it is not there; True if created."""
+    path = join(base_path, partition_path, PARTITION_METAFILE)
+    if fileio.exists(path):
+        return False
+    depth = len([p for p in partition_path.split("/") if p]) if partition_path else 0
+    text = (
+        "#partition metadata\n"
+        f"#{java_date_string(dt.datetime.now(dt.UTC))}\n"
+        f"commitTime={commit_time}\n"
+        f"partitionDepth={depth}\n"
+    )
+    try:
+        fileio.create_new(path, text.encode())
+    except FileExistsError:
+        return False
+    return True

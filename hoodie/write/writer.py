@@ -1,0 +1,531 @@
+"""The writer: insert, upsert, delete, bulk_insert and insert_overwrite for COW and MOR tables.
+
+A write validates and prepares its input before touching storage, tags keys to file groups,
+plans which file groups receive which records (updates in place, inserts into small files
+first, then new file groups), writes the files under markers, and completes the instant
+under the table lock after checking that no concurrent commit touched the same file groups.
+If anything fails after the instant was requested, the files it wrote and the instant are
+removed again.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from hoodie.config.table_config import TableType
+from hoodie.errors import HoodieError, WriteConflictError
+from hoodie.file_group.base_file import new_file_id
+from hoodie.file_group.base_file_writer import write_partition_metadata
+from hoodie.file_group.file_slice import FileGroupId, FileSlice
+from hoodie.keygen import key_generator_from_properties
+from hoodie.merge.config import resolve_merge_config
+from hoodie.merge.vectorized import DeleteEntries, MergeSpec, arrow_family
+from hoodie.models.clustering import RequestedReplaceMetadata
+from hoodie.models.commit import CommitMetadata, ReplaceCommitMetadata, WriteStat
+from hoodie.schema.avro_arrow import add_meta_fields, avro_to_arrow_schema
+from hoodie.table import HoodieTable
+from hoodie.timeline.instant import Action, Instant, State
+from hoodie.timeline.timeline import ActiveTimeline
+from hoodie.transaction.lock import InProcessLockProvider, LockProvider, locked
+from hoodie.transaction.time_generator import TimeSource, WaitBasedTimeGenerator
+from hoodie.write.handles import WriteContext, append_to_log, create_base_file, merge_into_base
+from hoodie.write.index import tag_keys
+from hoodie.write.input import PreparedInput, dedupe, prepare_input
+from hoodie.write.markers import WriteMarkers
+from hoodie.write.options import BulkInsertSortMode, WriteOperation, WriteOptions
+
+log = logging.getLogger(__name__)
+
+_WRAPPER_BY_FAMILY = {
+    "int": "IntWrapper",
+    "long": "LongWrapper",
+    "float": "FloatWrapper",
+    "double": "DoubleWrapper",
+    "string": "StringWrapper",
+    "bool": "BooleanWrapper",
+    "bytes": "BytesWrapper",
+    "date": "DateWrapper",
+    "decimal": "DecimalWrapper",
+    "timestamp": "TimestampMicrosWrapper",
+}
+
+
+@dataclass
+class Bucket:
+    """The records one file group receives in this write."""
+
+    kind: str  # "create", "merge" or "append"
+    partition: str
+    file_id: str
+    file_slice: FileSlice | None = None
+    rows: list[int] = field(default_factory=list)  # indices into the prepared input: data rows
+    deletes: list[int] = field(default_factory=list)  # indices: keys to delete
+    concat: bool = False
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What a write committed."""
+
+    instant: Instant
+    operation: WriteOperation
+    write_stats: list[WriteStat]
+    replaced_file_groups: dict[str, list[str]]
+
+    @property
+    def num_inserts(self) -> int:
+        return sum(s.num_inserts or 0 for s in self.write_stats)
+
+    @property
+    def num_updates(self) -> int:
+        return sum(s.num_update_writes or 0 for s in self.write_stats)
+
+    @property
+    def num_deletes(self) -> int:
+        return sum(s.num_deletes or 0 for s in self.write_stats)
+
+
+class HoodieWriter:
+    """Writes batches (``pyarrow.Table``) to one table."""
+
+    def __init__(
+        self,
+        table: HoodieTable,
+        *,
+        options: WriteOptions | None = None,
+        lock: LockProvider | None = None,
+        time_source: TimeSource | None = None,
+        write_props: dict[str, str] | None = None,
+    ) -> None:
+        self.table = table
+        self.options = options or WriteOptions()
+        self.lock = lock or InProcessLockProvider(table.base_path)
+        self.time_source = time_source or WaitBasedTimeGenerator(self.lock, table.tz)
+        self.write_props = write_props or {}
+
+    # -- public operations --------------------------------------------------------------------
+    def insert(self, data: pa.Table) -> WriteResult:
+        return self.write(data, WriteOperation.INSERT)
+
+    def upsert(self, data: pa.Table) -> WriteResult:
+        return self.write(data, WriteOperation.UPSERT)
+
+    def delete(self, keys: pa.Table) -> WriteResult:
+        return self.write(keys, WriteOperation.DELETE)
+
+    def bulk_insert(self, data: pa.Table) -> WriteResult:
+        return self.write(data, WriteOperation.BULK_INSERT)
+
+    def insert_overwrite(self, data: pa.Table) -> WriteResult:
+        return self.write(data, WriteOperation.INSERT_OVERWRITE)
+
+    def write(self, data: pa.Table, operation: WriteOperation) -> WriteResult:
+        """Run one write operation; returns the committed instant and its write stats."""
+        table = self.table
+        timeline = table.reload()
+        schema_json = table.latest_schema_json()
+        if schema_json is None:
+            raise HoodieError(f"{table.base_path}: the table has no schema; create it with a schema first")
+        merge = resolve_merge_config(table.config, self.write_props)
+        spec = MergeSpec(
+            merge.mode,
+            merge.ordering_fields,
+            delete_field=merge.delete_field,
+            delete_marker=merge.delete_marker,
+        )
+        keygen = key_generator_from_properties({**table.config.props, **self.write_props})
+        prepared = prepare_input(
+            data, schema_json, keygen, spec, keys_only=operation is WriteOperation.DELETE
+        )
+        combine = {
+            WriteOperation.UPSERT: self.options.combine_before_upsert,
+            WriteOperation.DELETE: self.options.combine_before_delete,
+        }.get(operation, self.options.combine_before_insert)
+        if combine:
+            prepared = dedupe(prepared, merge, spec)
+
+        view = table.file_system_view(timeline=timeline)
+        slices_by_partition = self._live_slices(view, prepared.partition_values())
+        if operation.is_overwrite:
+            buckets, replaced = self._plan_overwrite(prepared, view, operation)
+        else:
+            replaced = {}
+            buckets = self._plan(prepared, operation, slices_by_partition, view, timeline)
+        self._check_pending_clustering(buckets, timeline)
+
+        meta_avro = add_meta_fields(schema_json)
+        arrow_schema = avro_to_arrow_schema(meta_avro)
+        action = self._action(operation)
+        instant_time = self.time_source.new_instant_time()
+        requested = Instant(instant_time, action, State.REQUESTED)
+        markers = WriteMarkers(table.fileio, table.paths, instant_time)
+        ctx = WriteContext(
+            table.fileio,
+            table.base_path,
+            instant_time,
+            table.table_version,
+            arrow_schema,
+            meta_avro,
+            spec,
+            self.options,
+            markers,
+        )
+        requested_payload = (
+            RequestedReplaceMetadata.empty().to_bytes(table.table_version)
+            if action is Action.REPLACE_COMMIT
+            else b""
+        )
+        timeline.create_requested(requested, requested_payload)
+        try:
+            inflight = timeline.transition_to_inflight(
+                requested, self._workload(buckets, prepared, operation).to_bytes(table.table_version)
+            )
+            stats = self._execute(ctx, buckets, prepared, view, spec)
+            metadata = self._metadata(stats, schema_json, operation, replaced)
+            done = self._complete(timeline, inflight, metadata, stats, replaced, instant_time)
+        except BaseException:
+            self._abort(timeline, instant_time, markers)
+            raise
+        markers.delete_all()
+        log.info("%s: committed %s %s (%d files)", table.base_path, operation.value, done, len(stats))
+        return WriteResult(done, operation, stats, replaced)
+
+    # -- planning -----------------------------------------------------------------------------
+    def _action(self, operation: WriteOperation) -> Action:
+        if operation.is_overwrite:
+            return Action.REPLACE_COMMIT
+        return (
+            Action.DELTA_COMMIT if self.table.config.table_type is TableType.MERGE_ON_READ else Action.COMMIT
+        )
+
+    def _live_slices(self, view: Any, partitions: Iterable[str]) -> dict[str, list[FileSlice]]:
+        existing = set(view.partitions())
+        return {p: view.latest_file_slices([p]) for p in partitions if p in existing}
+
+    def _avg_record_size(self, timeline: ActiveTimeline) -> int:
+        threshold = self.options.small_file_limit
+        for instant in reversed(timeline.completed().writes().instants):
+            meta = self.table.commit_metadata(instant, timeline)
+            stats = list(meta.write_stats())
+            total_bytes = sum(s.total_write_bytes or 0 for s in stats)
+            records = sum(s.num_writes or 0 for s in stats)
+            if total_bytes > threshold and records > 0:
+                return max(1, math.ceil(total_bytes / records))
+        return self.options.record_size_estimate
+
+    def _records_per_new_file(self, avg: int) -> int:
+        if self.options.auto_split_inserts:
+            return max(1, self.options.max_file_size // max(avg, 1))
+        return max(1, self.options.insert_split_size)
+
+    def _plan(
+        self,
+        prepared: PreparedInput,
+        operation: WriteOperation,
+        slices_by_partition: dict[str, list[FileSlice]],
+        view: Any,
+        timeline: ActiveTimeline,
+    ) -> list[Bucket]:
+        mor = self.table.config.is_mor
+        buckets: dict[str, Bucket] = {}
+        inserts: dict[str, list[int]] = {}
+        tagged: list[FileSlice | None] = [None] * prepared.num_rows
+        if operation.looks_up_index and prepared.num_rows:
+            tagged = tag_keys(
+                self.table.fileio,
+                self.table.base_path,
+                slices_by_partition,
+                prepared.keys,
+                prepared.partitions,
+                self.table.table_version,
+                view.is_committed,
+            ).slices
+        partitions = prepared.partitions.to_pylist()
+        for i, found in enumerate(tagged):
+            delete = operation is WriteOperation.DELETE or bool(prepared.is_delete[i])
+            if found is None:
+                if not delete:
+                    inserts.setdefault(partitions[i], []).append(i)
+                continue
+            bucket = buckets.get(found.file_id)
+            if bucket is None:
+                kind = "append" if mor else "merge"
+                bucket = buckets[found.file_id] = Bucket(kind, found.partition_path, found.file_id, found)
+            if operation is WriteOperation.DELETE or (mor and delete):
+                bucket.deletes.append(i)
+            else:
+                bucket.rows.append(i)
+        if operation is not WriteOperation.DELETE:
+            self._assign_inserts(inserts, buckets, slices_by_partition, view, operation, timeline)
+        return list(buckets.values())
+
+    def _assign_inserts(
+        self,
+        inserts: dict[str, list[int]],
+        buckets: dict[str, Bucket],
+        slices_by_partition: dict[str, list[FileSlice]],
+        view: Any,
+        operation: WriteOperation,
+        timeline: ActiveTimeline,
+    ) -> None:
+        if not inserts:
+            return
+        avg = self._avg_record_size(timeline)
+        per_file = self._records_per_new_file(avg)
+        pending_compaction = self.table.pending_compaction_operations(timeline)
+        pending_clustering = self.table.pending_clustering_file_groups(timeline)
+        mor = self.table.config.is_mor
+        concat = operation is WriteOperation.INSERT
+        for partition, rows in inserts.items():
+            if operation is WriteOperation.BULK_INSERT:
+                small: list[FileSlice] = []
+            else:
+                small = sorted(
+                    (
+                        s
+                        for s in slices_by_partition.get(partition, [])
+                        if s.base_file is not None
+                        and s.base_file.size < self.options.small_file_limit
+                        and s.group_id not in pending_compaction
+                        and s.group_id not in pending_clustering
+                        and not (mor and (s.log_files or s.file_id in buckets))
+                    ),
+                    key=lambda s: s.base_file.size if s.base_file else 0,
+                )
+            remaining = list(rows)
+            for s in small:
+                if not remaining:
+                    break
+                assert s.base_file is not None
+                capacity = max(0, (self.options.max_file_size - s.base_file.size) // max(avg, 1))
+                if capacity == 0:
+                    continue
+                take, remaining = remaining[:capacity], remaining[capacity:]
+                bucket = buckets.get(s.file_id)
+                if bucket is None:
+                    bucket = buckets[s.file_id] = Bucket("merge", partition, s.file_id, s, concat=concat)
+                bucket.rows.extend(take)
+            for start in range(0, len(remaining), per_file):
+                chunk = remaining[start : start + per_file]
+                file_id = new_file_id()
+                buckets[file_id] = Bucket("create", partition, file_id, None, chunk)
+
+    def _plan_overwrite(
+        self, prepared: PreparedInput, view: Any, operation: WriteOperation
+    ) -> tuple[list[Bucket], dict[str, list[str]]]:
+        partitions = prepared.partitions.to_pylist()
+        targets = (
+            set(view.partitions()) if operation is WriteOperation.INSERT_OVERWRITE_TABLE else set(partitions)
+        )
+        replaced: dict[str, list[str]] = {}
+        for p in sorted(targets & set(view.partitions())):
+            ids = [s.file_id for s in view.latest_file_slices([p])]
+            if ids:
+                replaced[p] = ids
+        per_file = self._records_per_new_file(self.options.record_size_estimate)
+        by_partition: dict[str, list[int]] = {}
+        for i, p in enumerate(partitions):
+            if not prepared.is_delete[i]:
+                by_partition.setdefault(p, []).append(i)
+        buckets = []
+        for p, rows in by_partition.items():
+            for start in range(0, len(rows), per_file):
+                buckets.append(Bucket("create", p, new_file_id(), None, rows[start : start + per_file]))
+        return buckets, replaced
+
+    def _check_pending_clustering(self, buckets: list[Bucket], timeline: ActiveTimeline) -> None:
+        pending = self.table.pending_clustering_file_groups(timeline)
+        for b in buckets:
+            if b.kind == "create":
+                continue
+            owner = pending.get(FileGroupId(b.partition, b.file_id))
+            if owner is not None:
+                raise WriteConflictError(
+                    f"file group {b.partition or '<root>'}/{b.file_id} is under pending clustering {owner}; "
+                    "updates to it are rejected until the clustering completes or is rolled back"
+                )
+
+    # -- execution ----------------------------------------------------------------------------
+    def _sorted_rows(self, prepared: PreparedInput, rows: list[int]) -> np.ndarray:
+        idx = np.asarray(rows, dtype=np.int64)
+        if self.options.bulk_insert_sort_mode is BulkInsertSortMode.NONE or len(idx) < 2:
+            return idx
+        keys = np.asarray(prepared.keys.take(pa.array(idx)).to_pylist(), dtype=object)
+        return idx[np.argsort(keys, kind="stable")]
+
+    def _execute(
+        self, ctx: WriteContext, buckets: list[Bucket], prepared: PreparedInput, view: Any, spec: MergeSpec
+    ) -> list[WriteStat]:
+        stats: list[WriteStat] = []
+        created_partitions: set[str] = set()
+        pending_compaction = self.table.pending_compaction_operations()
+        for number, bucket in enumerate(buckets):
+            if bucket.partition not in created_partitions:
+                write_partition_metadata(ctx.fileio, ctx.base_path, bucket.partition, ctx.instant_time)
+                created_partitions.add(bucket.partition)
+            rows = prepared.take(np.asarray(bucket.rows, dtype=np.int64))
+            if bucket.kind == "create":
+                rows = prepared.take(self._sorted_rows(prepared, bucket.rows))
+                stats.append(create_base_file(ctx, bucket.partition, bucket.file_id, rows, number))
+                continue
+            assert bucket.file_slice is not None
+            deletes = prepared.take(np.asarray(bucket.deletes, dtype=np.int64)) if bucket.deletes else None
+            if bucket.kind == "merge":
+                entries = self._delete_entries(deletes, spec) if deletes is not None else None
+                stats.append(
+                    merge_into_base(
+                        ctx, bucket.file_slice, rows, number, concat=bucket.concat, delete_entries=entries
+                    )
+                )
+                continue
+            existing = [lf for lf in view.listing(bucket.partition).log_files if lf.file_id == bucket.file_id]
+            log_base = pending_compaction.get(bucket.file_slice.group_id, bucket.file_slice.base_instant_time)
+            if self.table.table_version < 8 and log_base != bucket.file_slice.base_instant_time:
+                log_base = pending_compaction[bucket.file_slice.group_id]
+            stats.append(
+                append_to_log(
+                    ctx, bucket.file_slice, log_base, existing, rows, number, self._delete_args(deletes, spec)
+                )
+            )
+        return stats
+
+    def _ordering_values(
+        self, rows: PreparedInput, spec: MergeSpec
+    ) -> tuple[list[Any] | None, pa.DataType | None]:
+        if not spec.event_time or len(spec.ordering_fields) != 1:
+            return None, None
+        name = spec.ordering_fields[0]
+        if name not in rows.data.column_names or rows.data[name].null_count == rows.num_rows:
+            return None, None
+        return rows.data[name].to_pylist(), rows.data.schema.field(name).type
+
+    def _delete_args(
+        self, deletes: PreparedInput | None, spec: MergeSpec
+    ) -> tuple[list[str], list[str], list[Any] | None, pa.DataType | None] | None:
+        if deletes is None:
+            return None
+        values, t = self._ordering_values(deletes, spec)
+        return deletes.keys.to_pylist(), deletes.partitions.to_pylist(), values, t
+
+    def _delete_entries(self, deletes: PreparedInput, spec: MergeSpec) -> DeleteEntries:
+        values, t = self._ordering_values(deletes, spec)
+        if values is None or t is None:
+            return DeleteEntries(deletes.keys, [None] * deletes.num_rows, [None] * deletes.num_rows)
+        wrapper = _WRAPPER_BY_FAMILY.get(arrow_family(t))
+        return DeleteEntries(deletes.keys, values, [wrapper if v is not None else None for v in values])
+
+    # -- commit -------------------------------------------------------------------------------
+    def _workload(
+        self, buckets: list[Bucket], prepared: PreparedInput, operation: WriteOperation
+    ) -> CommitMetadata:
+        per_partition: dict[str, list[WriteStat]] = {}
+        for b in buckets:
+            if b.kind == "create":
+                stat = WriteStat(
+                    file_id="", prev_commit="null", num_inserts=len(b.rows), partition_path=b.partition
+                )
+            else:
+                assert b.file_slice is not None
+                stat = WriteStat(
+                    file_id=b.file_id,
+                    prev_commit=b.file_slice.base_instant_time,
+                    num_update_writes=len(b.rows),
+                    num_deletes=len(b.deletes),
+                    partition_path=b.partition,
+                )
+            per_partition.setdefault(b.partition, []).append(stat)
+        return CommitMetadata(
+            partition_to_write_stats=per_partition,
+            compacted=False,
+            extra_metadata={},
+            version=None,
+            operation_type=operation.operation_type,
+        )
+
+    def _metadata(
+        self,
+        stats: list[WriteStat],
+        schema_json: dict[str, Any],
+        operation: WriteOperation,
+        replaced: dict[str, list[str]],
+    ) -> CommitMetadata:
+        per_partition: dict[str, list[WriteStat]] = {}
+        for s in stats:
+            per_partition.setdefault(s.partition_path or "", []).append(s)
+        for p in replaced:
+            per_partition.setdefault(p, [])
+        extra = {"schema": json.dumps(schema_json, separators=(",", ":"))}
+        if operation.is_overwrite:
+            return ReplaceCommitMetadata(
+                partition_to_write_stats=per_partition,
+                compacted=False,
+                extra_metadata=extra,
+                version=None,
+                operation_type=operation.operation_type,
+                partition_to_replace_file_ids=replaced,
+            )
+        return CommitMetadata(
+            partition_to_write_stats=per_partition,
+            compacted=False,
+            extra_metadata=extra,
+            version=None,
+            operation_type=operation.operation_type,
+        )
+
+    def _complete(
+        self,
+        timeline: ActiveTimeline,
+        inflight: Instant,
+        metadata: CommitMetadata,
+        stats: list[WriteStat],
+        replaced: dict[str, list[str]],
+        instant_time: str,
+    ) -> Instant:
+        touched = {FileGroupId(s.partition_path or "", s.file_id or "") for s in stats}
+        touched |= {FileGroupId(p, f) for p, ids in replaced.items() for f in ids}
+        with locked(self.lock, self.options.lock_timeout_s):
+            fresh = self.table.reload()
+            self._check_conflicts(timeline, fresh, touched, instant_time)
+            completion = self.time_source.new_instant_time(lock_held=True) if fresh.layout >= 2 else None
+            return fresh.complete(inflight, metadata.to_bytes(self.table.table_version), completion)
+
+    def _check_conflicts(
+        self, start: ActiveTimeline, now: ActiveTimeline, touched: set[FileGroupId], instant_time: str
+    ) -> None:
+        """Optimistic concurrency: fail if a commit that completed since we started wrote our file groups."""
+        for instant in now.completed().writes():
+            if instant.requested_time == instant_time or start.is_completed(instant.requested_time):
+                continue
+            meta = self.table.commit_metadata(instant, now)
+            theirs = {FileGroupId(s.partition_path or "", s.file_id or "") for s in meta.write_stats()}
+            if isinstance(meta, ReplaceCommitMetadata):
+                theirs |= {FileGroupId(p, f) for p, f in meta.replaced_file_ids()}
+            clash = theirs & touched
+            if clash:
+                raise WriteConflictError(
+                    f"concurrent commit {instant} wrote file group(s) {sorted(str(g) for g in clash)[:5]} "
+                    f"that {instant_time} also wrote; {instant_time} is aborted"
+                )
+        for fg, owner in self.table.pending_clustering_file_groups(now).items():
+            if fg in touched and owner not in start:
+                raise WriteConflictError(
+                    f"clustering {owner} was scheduled on file group {fg} during write {instant_time}"
+                )
+
+    def _abort(self, timeline: ActiveTimeline, instant_time: str, markers: WriteMarkers) -> None:
+        """Remove what a failed write created: its data files, markers and pending instant files."""
+        try:
+            for path in markers.data_file_paths():
+                self.table.fileio.delete(path)
+            markers.delete_all()
+            timeline.reload().delete_instant(instant_time)
+        except Exception:  # the original error matters more; a later rollback cleans up leftovers
+            log.exception("%s: could not clean up failed write %s", self.table.base_path, instant_time)
