@@ -25,9 +25,11 @@ check-java:
 	  exit 1; \
 	fi
 
+LINT_PATHS := hoodie jobs service tests $(wildcard bench)
+
 lint: install
-	$(VENV)/bin/ruff check hoodie jobs service tests bench
-	$(VENV)/bin/ruff format --check hoodie jobs service tests bench
+	$(VENV)/bin/ruff check $(LINT_PATHS)
+	$(VENV)/bin/ruff format --check $(LINT_PATHS)
 
 typecheck: install
 	$(VENV)/bin/mypy

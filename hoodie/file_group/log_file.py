@@ -48,6 +48,9 @@ class LogFile:
         token = (0, "") if self.write_token is None else (1, self.write_token)
         return (self.instant_time, self.version, token, self.suffix)
 
+    def __lt__(self, other: LogFile) -> bool:
+        return (self.file_id, self.sort_key) < (other.file_id, other.sort_key)
+
     def with_size(self, size: int) -> LogFile:
         return LogFile(
             self.file_id, self.instant_time, self.version, self.write_token, self.extension, self.suffix, size

@@ -1,0 +1,207 @@
+"""The ``hts`` command line.
+
+``hts read``, ``hts write`` and ``hts timeline`` work on one table with the format core;
+``hts quickstart`` writes a demo table, upserts into it and reads it back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from hoodie.config.table_config import RecordMergeMode, TableType, TableVersion
+from hoodie.errors import HoodieError
+from hoodie.read.reader import TableReader
+from hoodie.table import HoodieTable
+from hoodie.write.create import create_table
+from hoodie.write.options import LogBlockFormat, WriteOperation, WriteOptions
+from hoodie.write.writer import HoodieWriter
+
+log = logging.getLogger("hts")
+
+
+class UsageError(Exception):
+    """A command-line mistake; the message says what to change."""
+
+
+def _split(value: str | None) -> list[str]:
+    return [v.strip() for v in (value or "").split(",") if v.strip()]
+
+
+def _options(pairs: Sequence[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--option expects KEY=VALUE, got {pair!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def cmd_read(args: argparse.Namespace) -> int:
+    table = HoodieTable.open(args.table)
+    reader = TableReader(table)
+    if args.begin_instant is not None or args.end_instant is not None:
+        if args.as_of or args.read_optimized:
+            raise UsageError(
+                "--begin-instant/--end-instant (incremental) cannot be combined "
+                "with --as-of or --read-optimized"
+            )
+        result = reader.incremental(args.begin_instant, args.end_instant)
+    elif args.read_optimized:
+        result = reader.read_optimized(args.as_of)
+    else:
+        result = reader.snapshot(args.as_of)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(result, out)
+    corrupt = len(reader.result.report)
+    note = f" ({corrupt} corrupt log block(s) skipped)" if corrupt else ""
+    print(f"wrote {result.num_rows} rows, {result.num_columns} columns to {out}{note}")
+    return 0
+
+
+def cmd_write(args: argparse.Namespace) -> int:
+    input_path = Path(args.input)
+    if not input_path.is_file():
+        raise UsageError(f"--input {args.input}: no such file")
+    try:
+        data = pq.read_table(input_path)
+    except pa.ArrowInvalid as e:
+        raise UsageError(f"--input {args.input} is not a readable Parquet file: {e}") from e
+    hudi_options = _options(args.option)
+    operation = WriteOperation(args.operation)
+    if args.create:
+        if not args.record_key:
+            raise UsageError("--create needs --record-key COLS")
+        name = args.table_name or Path(args.table.rstrip("/")).name
+        create_table(
+            args.table,
+            table_name=name,
+            table_type=TableType(args.table_type),
+            schema=data.schema,
+            record_key_fields=_split(args.record_key),
+            partition_fields=_split(args.partition_field),
+            ordering_fields=_split(args.ordering_field),
+            merge_mode=RecordMergeMode(args.merge_mode) if args.merge_mode else None,
+            table_version=TableVersion(args.table_version),
+            hive_style_partitioning=args.hive_style,
+            extra_properties={k: v for k, v in hudi_options.items() if k.startswith("hoodie.table.")},
+        )
+    table = HoodieTable.open(args.table)
+    if args.log_block_format:
+        hudi_options["hoodie.logfile.data.block.format"] = args.log_block_format
+    options = WriteOptions.from_hudi_config(hudi_options)
+    result = HoodieWriter(table, options=options, write_props=hudi_options).write(data, operation)
+    print(
+        f"committed {result.instant.requested_time} ({result.instant.action.value}): "
+        f"{result.num_inserts} inserted, {result.num_updates} updated, {result.num_deletes} deleted "
+        f"in {len(result.write_stats)} file(s)"
+    )
+    return 0
+
+
+def cmd_timeline(args: argparse.Namespace) -> int:
+    table = HoodieTable.open(args.table)
+    rows = []
+    for instant in table.timeline:
+        rows.append(
+            {
+                "requested_time": instant.requested_time,
+                "completion_time": instant.completion_time,
+                "action": instant.action.value,
+                "state": instant.state.name,
+                "file": table.timeline.state_file(instant.requested_time, instant.state),
+            }
+        )
+    if args.json:
+        print(json.dumps({"table": table.name, "version": table.table_version, "instants": rows}, indent=2))
+        return 0
+    print(f"{table.name} ({table.config.table_type.value}, table version {table.table_version})")
+    print(f"{'requested':<18} {'completed':<18} {'action':<14} state")
+    for r in rows:
+        print(f"{r['requested_time']:<18} {r['completion_time'] or '-':<18} {r['action']:<14} {r['state']}")
+    return 0
+
+
+def cmd_quickstart(args: argparse.Namespace) -> int:
+    from service.quickstart import run_quickstart
+
+    run_quickstart(Path(args.dir))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hts", description="Table services for Apache Hudi tables.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    read = sub.add_parser("read", help="read a table into a Parquet file (meta fields included)")
+    read.add_argument("table", help="table base path or URI")
+    read.add_argument("--out", required=True, help="output Parquet file")
+    read.add_argument("--as-of", help="time travel: read as of this instant (yyyyMMddHHmmssSSS)")
+    read.add_argument("--read-optimized", action="store_true", help="base files only (MERGE_ON_READ)")
+    read.add_argument("--begin-instant", help="incremental read: records written after this instant")
+    read.add_argument("--end-instant", help="incremental read: up to and including this instant")
+    read.set_defaults(func=cmd_read)
+
+    write = sub.add_parser("write", help="write a Parquet file into a table")
+    write.add_argument("table", help="table base path or URI")
+    write.add_argument("--input", required=True, help="input Parquet file")
+    write.add_argument("--operation", required=True, choices=[o.value for o in WriteOperation])
+    write.add_argument("--create", action="store_true", help="create the table first")
+    write.add_argument("--table-name", help="table name for --create (default: the folder name)")
+    write.add_argument("--table-type", default="MERGE_ON_READ", choices=[t.value for t in TableType])
+    write.add_argument("--table-version", type=int, default=8, choices=[6, 8, 9])
+    write.add_argument("--record-key", help="record key column(s), comma-separated")
+    write.add_argument("--ordering-field", help="ordering (precombine) column(s), comma-separated")
+    write.add_argument("--partition-field", help="partition column(s), comma-separated")
+    write.add_argument("--hive-style", action="store_true", help="hive-style partition folders (col=value)")
+    write.add_argument("--merge-mode", choices=[m.value for m in RecordMergeMode])
+    write.add_argument("--log-block-format", choices=[f.value for f in LogBlockFormat])
+    write.add_argument(
+        "--option", action="append", default=[], metavar="KEY=VALUE", help="Hudi config (repeatable)"
+    )
+    write.set_defaults(func=cmd_write)
+
+    timeline = sub.add_parser("timeline", help="show a table's active timeline")
+    timeline.add_argument("table", help="table base path or URI")
+    timeline.add_argument("--json", action="store_true", help="print JSON")
+    timeline.set_defaults(func=cmd_timeline)
+
+    quick = sub.add_parser(
+        "quickstart", help="write a demo MERGE_ON_READ table, upsert into it, read it back"
+    )
+    quick.add_argument("--dir", default="var/quickstart", help="where to put the demo table")
+    quick.set_defaults(func=cmd_quickstart)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        stream=sys.stderr,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        code: int = args.func(args)
+        return code
+    except (UsageError, HoodieError, ValueError) as e:
+        print(f"hts {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except FileNotFoundError as e:
+        print(f"hts {args.command}: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
