@@ -20,6 +20,7 @@ from hoodie.io.fileio import FileIO, join
 from hoodie.models.clustering import RequestedReplaceMetadata
 from hoodie.models.commit import CommitMetadata, ReplaceCommitMetadata
 from hoodie.models.compaction import CompactionPlan
+from hoodie.timeline.history import CompletionTimeLookup
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.instant_time import timezone_of
 from hoodie.timeline.layout import TablePaths
@@ -41,6 +42,7 @@ class HoodieTable:
         self._commit_cache: dict[tuple[str, str | None], CommitMetadata] = {}
         self._plan_cache: dict[tuple[str, str], Any] = {}
         self._guard = threading.Lock()
+        self._archived_completion: CompletionTimeLookup | None = None
 
     # -- opening ------------------------------------------------------------------------------
     @classmethod
@@ -77,7 +79,16 @@ class HoodieTable:
 
     def reload(self) -> ActiveTimeline:
         self._timeline = ActiveTimeline.load(self.fileio, self.paths, self.tz)
+        self._archived_completion = None
         return self._timeline
+
+    def archived_completion_time(self, requested_time: str) -> str | None:
+        """Completion time of an instant that was archived to the LSM history (layout 2)."""
+        if self.paths.layout < 2:
+            return None
+        if self._archived_completion is None:
+            self._archived_completion = CompletionTimeLookup(self.fileio, self.paths)
+        return self._archived_completion(requested_time)
 
     def _state_bytes(self, timeline: ActiveTimeline, ts: str, state: State) -> tuple[bytes, str]:
         name = timeline.state_file(ts, state)
@@ -195,6 +206,7 @@ class HoodieTable:
             pending_compactions=self.pending_compaction_operations(tl),
             replaced=self.replaced_file_groups(tl),
             as_of=as_of,
+            archived_completion_time=self.archived_completion_time,
         )
 
     # -- schema -------------------------------------------------------------------------------

@@ -56,16 +56,24 @@ class FileIO(ABC):
 
     @staticmethod
     def for_uri(uri: str, **options: Any) -> tuple[FileIO, str]:
-        """Return the FileIO for ``uri`` and the path of ``uri`` inside that filesystem."""
+        """Return the FileIO for ``uri`` and the path of ``uri`` inside that filesystem.
+
+        ``options`` configure the filesystem (for S3: ``endpoint_override``, ``access_key``,
+        ``secret_key``, ``region``, ``scheme``; see ``pyarrow.fs.S3FileSystem``).
+        """
         if "://" not in uri:
             return LocalFileIO(), os.path.abspath(uri)
-        scheme = uri.split("://", 1)[0].lower()
+        scheme, rest = uri.split("://", 1)
+        scheme = scheme.lower()
         if scheme == "file":
-            return LocalFileIO(), os.path.abspath(uri.split("://", 1)[1])
-        fs, path = pafs.FileSystem.from_uri(uri)
-        if options:
-            fs = _with_options(scheme, fs, options)
-        return ArrowFileIO(fs, scheme), path.rstrip("/")
+            return LocalFileIO(), os.path.abspath(rest)
+        path = rest.rstrip("/")
+        if scheme in ("s3", "s3a") and options:
+            return ArrowFileIO(pafs.S3FileSystem(**options), scheme), path
+        if scheme in ("gs", "gcs") and options:
+            return ArrowFileIO(pafs.GcsFileSystem(**options), scheme), path
+        fs, fs_path = pafs.FileSystem.from_uri(uri)
+        return ArrowFileIO(fs, scheme), fs_path.rstrip("/")
 
     # -- reading ------------------------------------------------------------------------------
     @abstractmethod
@@ -146,14 +154,6 @@ class FileIO(ABC):
         if "://" in uri:
             return uri.split("://", 1)[1]
         return uri
-
-
-def _with_options(scheme: str, fs: pafs.FileSystem, options: dict[str, Any]) -> pafs.FileSystem:
-    if scheme in ("s3", "s3a"):
-        return pafs.S3FileSystem(**options)
-    if scheme in ("gs", "gcs"):
-        return pafs.GcsFileSystem(**options)
-    return fs
 
 
 class ArrowFileIO(FileIO):

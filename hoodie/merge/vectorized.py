@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodie.config.table_config import RecordMergeMode
+from hoodie.merge.config import MergeConfig
 
 IS_DELETED_FIELD = "_hoodie_is_deleted"
 OPERATION_FIELD = "_hoodie_operation"
@@ -58,6 +59,22 @@ class MergeSpec:
     @property
     def event_time(self) -> bool:
         return self.mode is RecordMergeMode.EVENT_TIME_ORDERING and bool(self.ordering_fields)
+
+
+def supports(merge: MergeConfig) -> bool:
+    """Whether the vectorized merge computes this configuration (else use the per-record engine)."""
+    return (
+        merge.mode in (RecordMergeMode.COMMIT_TIME_ORDERING, RecordMergeMode.EVENT_TIME_ORDERING)
+        and merge.partial_update_mode is None
+    )
+
+
+def spec_for(merge: MergeConfig, key_field: str = "_hoodie_record_key") -> MergeSpec:
+    """The vectorized merge's view of a merge configuration."""
+    event = merge.mode is RecordMergeMode.EVENT_TIME_ORDERING
+    return MergeSpec(
+        merge.mode, merge.ordering_fields if event else (), key_field, merge.delete_field, merge.delete_marker
+    )
 
 
 # Java wrapper class of a delete's ordering value -> Arrow type families it has the same class as.

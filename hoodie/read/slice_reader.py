@@ -12,7 +12,6 @@ import fastavro
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from hoodie.config.table_config import RecordMergeMode
 from hoodie.errors import CorruptLogBlockError, SchemaError
 from hoodie.file_group.file_slice import FileSlice
 from hoodie.file_group.log_block import BlockType, LogBlock
@@ -20,7 +19,7 @@ from hoodie.file_group.log_reader import CorruptBlockReport
 from hoodie.io.fileio import FileIO
 from hoodie.merge.config import MergeConfig
 from hoodie.merge.records import DataEntry, DeleteEntry, LogEntry, merge_file_group
-from hoodie.merge.vectorized import DeleteEntries, MergeSpec, merge_slice
+from hoodie.merge.vectorized import DeleteEntries, MergeSpec, merge_slice, spec_for, supports
 from hoodie.models.codec import load_schema
 from hoodie.read.log_scanner import InstantRange, ScanStats, scan_log_blocks
 from hoodie.schema.avro_arrow import conform, decode_avro_block_content
@@ -120,20 +119,11 @@ class SliceReadOptions:
 
     @property
     def merge_spec(self) -> MergeSpec:
-        return MergeSpec(
-            self.merge.mode,
-            self.merge.ordering_fields if self.merge.mode is RecordMergeMode.EVENT_TIME_ORDERING else (),
-            self.key_field,
-            self.merge.delete_field,
-            self.merge.delete_marker,
-        )
+        return spec_for(self.merge, self.key_field)
 
     @property
     def vectorized(self) -> bool:
-        return (
-            self.merge.mode in (RecordMergeMode.COMMIT_TIME_ORDERING, RecordMergeMode.EVENT_TIME_ORDERING)
-            and self.merge.partial_update_mode is None
-        )
+        return supports(self.merge)
 
 
 def read_slice(fileio: FileIO, base_path: str, file_slice: FileSlice, opts: SliceReadOptions) -> pa.Table:

@@ -51,6 +51,7 @@ def create_table(
     url_encode_partitioning: bool = False,
     database_name: str | None = "default",
     payload_class: str | None = None,
+    merge_strategy_id: str | None = None,
     extra_properties: Mapping[str, str] | None = None,
     **storage_options: Any,
 ) -> HoodieTable:
@@ -78,11 +79,8 @@ def create_table(
         )
     if merge_mode is RecordMergeMode.EVENT_TIME_ORDERING and not ordering_fields:
         raise InvalidInputError("EVENT_TIME_ORDERING needs an ordering field (--ordering-field)")
-    if (
-        merge_mode is RecordMergeMode.CUSTOM
-        and payload_class is None
-        and not (extra_properties or {}).get("hoodie.record.merge.strategy.id")
-    ):
+    merge_strategy_id = merge_strategy_id or (extra_properties or {}).get("hoodie.record.merge.strategy.id")
+    if merge_mode is RecordMergeMode.CUSTOM and payload_class is None and not merge_strategy_id:
         raise InvalidInputError("CUSTOM merge mode needs a payload class or hoodie.record.merge.strategy.id")
     if table_version is TableVersion.EIGHT and len(ordering_fields) > 1:
         raise InvalidInputError("table version 8 supports a single ordering field")
@@ -132,7 +130,11 @@ def create_table(
     )
     props.update(
         merge_properties_for_new_table(
-            merge_mode, tuple(ordering_fields), table_version, payload_class=payload_class
+            merge_mode,
+            tuple(ordering_fields),
+            table_version,
+            payload_class=payload_class,
+            strategy_id=merge_strategy_id,
         )
     )
     props.update(extra_properties or {})

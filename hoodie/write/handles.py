@@ -24,7 +24,9 @@ from hoodie.file_group.file_slice import FileSlice
 from hoodie.file_group.log_file import LogFile
 from hoodie.file_group.log_writer import avro_data_block, delete_block, parquet_data_block
 from hoodie.io.fileio import FileIO, join
-from hoodie.merge.vectorized import DeleteEntries, MergeSpec, merge_slice
+from hoodie.merge.config import MergeConfig
+from hoodie.merge.records import DataEntry, DeleteEntry, LogEntry, merge_file_group
+from hoodie.merge.vectorized import DeleteEntries, MergeSpec, merge_slice, supports
 from hoodie.models.commit import RuntimeStats, WriteStat
 from hoodie.read.slice_reader import read_parquet
 from hoodie.write.input import PreparedInput
@@ -52,6 +54,7 @@ class WriteContext:
     spec: MergeSpec
     options: WriteOptions
     markers: WriteMarkers
+    merge: MergeConfig
 
     @property
     def bloom(self) -> BloomOptions:
@@ -159,6 +162,9 @@ def merge_into_base(
     if concat:
         merged = pa.concat_tables([base, incoming])
         updated = 0
+    elif not supports(ctx.merge):
+        merged = _merge_per_record(ctx, base, incoming, delete_entries)
+        updated = _count_updates(ctx, base, incoming, merged)
     else:
         base_pos = pc.index_in(incoming[RECORD_KEY], value_set=base[RECORD_KEY])
         fallback = pa.array(np.arange(n_base, n_base + incoming.num_rows, dtype=np.int64))
@@ -170,12 +176,7 @@ def merge_into_base(
             batches = [delete_entries] if rows.num_rows == 0 else [incoming_t, delete_entries]
         merged = merge_slice(base_t, batches, ctx.spec)
         merged = merged.take(pc.sort_indices(merged[_POS])).drop_columns([_POS])
-        updated = 0
-        if incoming.num_rows:
-            ours = pc.filter(merged[RECORD_KEY], pc.equal(merged[COMMIT_TIME], ctx.instant_time))
-            was_in_base = pc.is_in(incoming[RECORD_KEY], value_set=base[RECORD_KEY])
-            won = pc.is_in(incoming[RECORD_KEY], value_set=ours)
-            updated = int(pc.sum(pc.and_(was_in_base, won)).as_py() or 0)
+        updated = _count_updates(ctx, base, incoming, merged)
     merged = _renumber(ctx, merged, bucket, new.name)
     path = join(ctx.base_path, partition, new.name)
     result = write_base_file(
@@ -212,6 +213,34 @@ def merge_into_base(
             total_scan_time=0, total_upsert_time=_ms_since(start), total_create_time=0
         ),
     )
+
+
+def _count_updates(ctx: WriteContext, base: pa.Table, incoming: pa.Table, merged: pa.Table) -> int:
+    """Incoming records that replaced a base record (and won the merge)."""
+    if not incoming.num_rows:
+        return 0
+    ours = pc.filter(merged[RECORD_KEY], pc.equal(merged[COMMIT_TIME], ctx.instant_time))
+    was_in_base = pc.is_in(incoming[RECORD_KEY], value_set=base[RECORD_KEY])
+    won = pc.is_in(incoming[RECORD_KEY], value_set=ours)
+    return int(pc.sum(pc.and_(was_in_base, won)).as_py() or 0)
+
+
+def _merge_per_record(
+    ctx: WriteContext, base: pa.Table, incoming: pa.Table, deletes: DeleteEntries | None
+) -> pa.Table:
+    """The merge for CUSTOM mergers, payloads and partial updates, record by record."""
+    entries: list[LogEntry] = [DataEntry(row) for row in incoming.to_pylist()]
+    if deletes is not None:
+        entries.extend(
+            DeleteEntry(str(k), None, v, c)
+            for k, v, c in zip(
+                deletes.keys.to_pylist(), deletes.ordering_values, deletes.ordering_classes, strict=True
+            )
+        )
+    rows = merge_file_group(
+        base.to_pylist(), entries, ctx.merge.with_schema(ctx.schema), lambda r: str(r[RECORD_KEY])
+    )
+    return pa.Table.from_pylist(rows, schema=ctx.schema)
 
 
 def append_to_log(

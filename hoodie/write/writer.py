@@ -27,7 +27,7 @@ from hoodie.file_group.base_file_writer import write_partition_metadata
 from hoodie.file_group.file_slice import FileGroupId, FileSlice
 from hoodie.keygen import key_generator_from_properties
 from hoodie.merge.config import resolve_merge_config
-from hoodie.merge.vectorized import DeleteEntries, MergeSpec, arrow_family
+from hoodie.merge.vectorized import DeleteEntries, MergeSpec, arrow_family, spec_for
 from hoodie.models.clustering import RequestedReplaceMetadata
 from hoodie.models.commit import CommitMetadata, ReplaceCommitMetadata, WriteStat
 from hoodie.schema.avro_arrow import add_meta_fields, avro_to_arrow_schema
@@ -135,12 +135,7 @@ class HoodieWriter:
         if schema_json is None:
             raise HoodieError(f"{table.base_path}: the table has no schema; create it with a schema first")
         merge = resolve_merge_config(table.config, self.write_props)
-        spec = MergeSpec(
-            merge.mode,
-            merge.ordering_fields,
-            delete_field=merge.delete_field,
-            delete_marker=merge.delete_marker,
-        )
+        spec = spec_for(merge)
         keygen = key_generator_from_properties({**table.config.props, **self.write_props})
         prepared = prepare_input(
             data, schema_json, keygen, spec, keys_only=operation is WriteOperation.DELETE
@@ -168,15 +163,16 @@ class HoodieWriter:
         requested = Instant(instant_time, action, State.REQUESTED)
         markers = WriteMarkers(table.fileio, table.paths, instant_time)
         ctx = WriteContext(
-            table.fileio,
-            table.base_path,
-            instant_time,
-            table.table_version,
-            arrow_schema,
-            meta_avro,
-            spec,
-            self.options,
-            markers,
+            fileio=table.fileio,
+            base_path=table.base_path,
+            instant_time=instant_time,
+            table_version=table.table_version,
+            schema=arrow_schema,
+            avro_schema=meta_avro,
+            spec=spec,
+            options=self.options,
+            markers=markers,
+            merge=merge,
         )
         requested_payload = (
             RequestedReplaceMetadata.empty().to_bytes(table.table_version)
