@@ -98,4 +98,56 @@ def scan_log_blocks(
             queue.append(block)
         if stop:
             break
-    return [b for b in queue if not b.is_corrupt]
+    return apply_log_compaction([b for b in queue if not b.is_corrupt])
+
+
+def apply_log_compaction(blocks: list[LogBlock]) -> list[LogBlock]:
+    """Replace blocks covered by log-compacted blocks (``COMPACTED_BLOCK_TIMES``).
+
+    A log-compacted block holds the merged records of the instants it lists (transitively: it
+    may list another compacted block's instant). Their original blocks are dropped and the
+    compacted block takes the place of the newest instant it covers, keeping its order relative
+    to every instant it does not cover.
+    """
+    covered_by: dict[str, str] = {}
+    for block in blocks:
+        ts = block.instant_time
+        if ts is not None:
+            for covered in block.compacted_block_times:
+                covered_by[covered] = ts
+    if not covered_by:
+        return blocks
+
+    def final(ts: str) -> str:
+        seen = set()
+        while ts in covered_by and ts not in seen:
+            seen.add(ts)
+            ts = covered_by[ts]
+        return ts
+
+    compacted: dict[str, list[LogBlock]] = {}
+    for block in blocks:
+        if block.compacted_block_times and block.instant_time is not None:
+            compacted.setdefault(block.instant_time, []).append(block)
+    # Where each surviving compacted instant goes: the last position of any instant it covers.
+    slot: dict[str, int] = {}
+    for i, block in enumerate(blocks):
+        ts = block.instant_time
+        if ts is not None and ts in covered_by:
+            slot[final(ts)] = i
+    out: list[LogBlock] = []
+    for i, block in enumerate(blocks):
+        ts = block.instant_time
+        if ts is None:
+            out.append(block)
+        elif block.compacted_block_times and ts not in covered_by:
+            # Emitted at its slot; kept where it is if none of what it covers is present.
+            if ts not in slot:
+                out.append(block)
+        elif ts in covered_by:
+            target = final(ts)
+            if slot.get(target) == i:
+                out.extend(compacted.get(target, []))
+        else:
+            out.append(block)
+    return out

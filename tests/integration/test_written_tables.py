@@ -299,3 +299,50 @@ def test_merge_modes_persist_like_hudi(tmp_path: Path) -> None:
             assert "hoodie.table.keygenerator.class=org.apache.hudi.keygen.SimpleKeyGenerator" in props
         assert HoodieTable.open(str(path)).config.table_version is version
         assert table.config.ordering_fields == ("ts",)
+
+
+def _logs(path: Path) -> list[Path]:
+    return sorted(
+        (p for p in (path / "city=paris").iterdir() if LogFile.parse(p.name) is not None),
+        key=lambda p: LogFile.parse(p.name),  # type: ignore[arg-type, return-value]
+    )
+
+
+def test_truncated_log_block_is_skipped_and_reported(tmp_path: Path) -> None:
+    path = tmp_path / "orders"
+    writer = HoodieWriter(new_table(path, TableType.MERGE_ON_READ, TableVersion.SIX))
+    writer.insert(rows(["a", "b"], 1))
+    writer.upsert(rows(["a"], 2))
+    before = our_rows(path)
+    writer.upsert(rows(["b"], 3))
+    last = _logs(path)[-1]
+    last.write_bytes(last.read_bytes()[:-25])  # a writer crashed in the middle of the block
+    reader = TableReader(HoodieTable.open(str(path)))
+    result = reader.snapshot()
+    assert sorted(tuple(map(repr, r.values())) for r in result.to_pylist()) == before
+    assert [loc[0] for loc in reader.result.report.locations] == [str(last)]
+
+
+def test_garbage_after_the_last_block_is_ignored(tmp_path: Path) -> None:
+    path = tmp_path / "orders"
+    writer = HoodieWriter(new_table(path, TableType.MERGE_ON_READ, TableVersion.EIGHT))
+    writer.insert(rows(["a", "b"], 1))
+    writer.upsert(rows(["a"], 2))
+    expected = our_rows(path)
+    log = _logs(path)[-1]
+    log.write_bytes(log.read_bytes() + b"#HUDI#\x00\x00\x00")
+    reader = TableReader(HoodieTable.open(str(path)))
+    assert sorted(tuple(map(repr, r.values())) for r in reader.snapshot().to_pylist()) == expected
+    assert len(reader.result.report) == 1
+
+
+def test_malformed_plan_on_the_timeline_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "orders"
+    writer = HoodieWriter(new_table(path, TableType.MERGE_ON_READ, TableVersion.EIGHT))
+    writer.insert(rows(["a"], 1))
+    plan = path / ".hoodie" / "timeline" / "20990101000000000.compaction.requested"
+    plan.write_bytes(b"Obj\x01garbage")
+    from hoodie.errors import MalformedPlanError
+
+    with pytest.raises(MalformedPlanError, match="20990101000000000.compaction.requested"):
+        TableReader(HoodieTable.open(str(path))).snapshot()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -112,3 +113,28 @@ def test_unknown_block_type_and_header_key_are_named() -> None:
     wrong_key[26:30] = (99).to_bytes(4, "big")
     with pytest.raises(CorruptLogBlockError, match="unknown log block header key id 99"):
         read_blocks(bytes(wrong_key), "f.log")
+
+
+def _block(ts: str, compacted: str = "") -> Any:
+    from hoodie.file_group.log_block import LogBlock
+
+    header = {HeaderKey.INSTANT_TIME: ts}
+    if compacted:
+        header[HeaderKey.COMPACTED_BLOCK_TIMES] = compacted
+    return LogBlock(BlockType.AVRO_DATA, header, b"", 0, 0, "f")
+
+
+def test_log_compacted_blocks_replace_the_blocks_they_cover() -> None:
+    from hoodie.read.log_scanner import apply_log_compaction
+
+    blocks = [_block("100"), _block("200"), _block("300"), _block("250", "100,200"), _block("400")]
+    order = [b.instant_time for b in apply_log_compaction(blocks)]
+    # 250 compacted 100 and 200: it takes 200's place, before 300, and 100/200 are gone.
+    assert order == ["250", "300", "400"]
+
+
+def test_log_compaction_is_transitive() -> None:
+    from hoodie.read.log_scanner import apply_log_compaction
+
+    blocks = [_block("100"), _block("200"), _block("150", "100"), _block("300"), _block("350", "150,200")]
+    assert [b.instant_time for b in apply_log_compaction(blocks)] == ["350", "300"]
