@@ -47,7 +47,8 @@ from hoodie.models.compaction import CompactionPlan
 from hoodie.models.index import IndexCommitMetadata
 from hoodie.models.rollback import RollbackMetadata
 from hoodie.models.savepoint import SavepointMetadata
-from hoodie.timeline.history import ArchivedInstant, InstantFiles, Payload, read_history
+from hoodie.timeline.archived_instant import ArchivedInstant, InstantFiles, Payload
+from hoodie.timeline.history import read_history
 from hoodie.timeline.instant import Action, State
 from hoodie.timeline.instant_time import normalize
 from hoodie.timeline.layout import TablePaths

@@ -37,9 +37,9 @@ from hoodie.models.index import IndexCommitMetadata
 from hoodie.models.rollback import RollbackMetadata
 from hoodie.table import HoodieTable
 from hoodie.timeline.archived import ArchivedTimeline, archive_entries, write_archive_file
+from hoodie.timeline.archived_instant import InstantFiles
 from hoodie.timeline.history import (
     CompletionTimeLookup,
-    InstantFiles,
     Manifest,
     ManifestEntry,
     append_to_history,
