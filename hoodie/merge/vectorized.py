@@ -121,22 +121,21 @@ def arrow_family(t: pa.DataType) -> str:
     return str(t)
 
 
+def _true_where(values: pa.Array | pa.ChunkedArray) -> npt.NDArray[np.bool_]:
+    return np.asarray(pc.fill_null(values, False).to_numpy(zero_copy_only=False), dtype=bool)
+
+
 def data_delete_mask(table: pa.Table, spec: MergeSpec) -> npt.NDArray[np.bool_]:
     """Rows of a log data block that are deletes (``_hoodie_is_deleted``, operation, custom marker)."""
     mask = np.zeros(table.num_rows, dtype=bool)
     names = set(table.column_names)
-    if IS_DELETED_FIELD in names:
-        col = table[IS_DELETED_FIELD]
-        if pa.types.is_boolean(col.type):
-            mask |= pc.fill_null(col, False).to_numpy(zero_copy_only=False)
+    if IS_DELETED_FIELD in names and pa.types.is_boolean(table[IS_DELETED_FIELD].type):
+        mask |= _true_where(table[IS_DELETED_FIELD])
     if OPERATION_FIELD in names:
-        op = table[OPERATION_FIELD]
-        mask |= pc.fill_null(pc.is_in(op, value_set=pa.array(["D", "-U"])), False).to_numpy(
-            zero_copy_only=False
-        )
+        mask |= _true_where(pc.is_in(table[OPERATION_FIELD], value_set=pa.array(["D", "-U"])))
     if spec.delete_field and spec.delete_marker is not None and spec.delete_field in names:
         as_text = pc.cast(table[spec.delete_field], pa.string())
-        mask |= pc.fill_null(pc.equal(as_text, spec.delete_marker), False).to_numpy(zero_copy_only=False)
+        mask |= _true_where(pc.equal(as_text, spec.delete_marker))
     return mask
 
 

@@ -61,6 +61,24 @@ class WriteContext:
         return self.options.bloom
 
 
+def _write_stat(**fields: Any) -> WriteStat:
+    """A write stat with the counters a plain write leaves at zero (as Hudi writes them)."""
+    zero = dict.fromkeys(
+        (
+            "total_write_errors",
+            "total_log_records",
+            "total_log_files_compacted",
+            "total_log_size_compacted",
+            "total_updated_records_compacted",
+            "total_log_blocks",
+            "total_corrupt_log_block",
+            "total_rollback_blocks",
+        ),
+        0,
+    )
+    return WriteStat(**{**zero, **fields})
+
+
 def _ms_since(start: float) -> int:
     return int((time.monotonic() - start) * 1000)
 
@@ -110,7 +128,7 @@ def create_base_file(
     result = write_base_file(
         ctx.fileio, path, table, ctx.avro_schema, compression=ctx.options.parquet_compression, bloom=ctx.bloom
     )
-    return WriteStat(
+    return _write_stat(
         file_id=file_id,
         path=join(partition, base.name),
         prev_commit="null",
@@ -119,15 +137,7 @@ def create_base_file(
         num_update_writes=0,
         num_inserts=table.num_rows,
         total_write_bytes=result.size,
-        total_write_errors=0,
         partition_path=partition,
-        total_log_records=0,
-        total_log_files_compacted=0,
-        total_log_size_compacted=0,
-        total_updated_records_compacted=0,
-        total_log_blocks=0,
-        total_corrupt_log_block=0,
-        total_rollback_blocks=0,
         file_size_in_bytes=result.size,
         runtime_stats=RuntimeStats(
             total_scan_time=0, total_upsert_time=0, total_create_time=_ms_since(start)
@@ -189,7 +199,7 @@ def merge_into_base(
     )
     written_by_us = int(pc.sum(pc.equal(merged[COMMIT_TIME], ctx.instant_time)).as_py() or 0)
     deleted = n_base + written_by_us - updated - merged.num_rows if not concat else 0
-    return WriteStat(
+    return _write_stat(
         file_id=file_slice.file_id,
         path=join(partition, new.name),
         prev_commit=file_slice.base_instant_time,
@@ -198,15 +208,7 @@ def merge_into_base(
         num_update_writes=updated,
         num_inserts=written_by_us - updated,
         total_write_bytes=result.size,
-        total_write_errors=0,
         partition_path=partition,
-        total_log_records=0,
-        total_log_files_compacted=0,
-        total_log_size_compacted=0,
-        total_updated_records_compacted=0,
-        total_log_blocks=0,
-        total_corrupt_log_block=0,
-        total_rollback_blocks=0,
         file_size_in_bytes=result.size,
         prev_base_file=file_slice.base_file.name,
         runtime_stats=RuntimeStats(
@@ -303,7 +305,7 @@ def append_to_log(
     except FileExistsError as e:
         raise InstantExistsError(f"log file {path} already exists") from e
     all_logs = sorted([*existing_logs, log], key=lambda lf: lf.sort_key)
-    return WriteStat(
+    return _write_stat(
         file_id=file_slice.file_id,
         path=join(partition, log.name),
         prev_commit=file_slice.base_instant_time,
@@ -312,15 +314,7 @@ def append_to_log(
         num_update_writes=data_rows,
         num_inserts=0,
         total_write_bytes=len(data),
-        total_write_errors=0,
         partition_path=partition,
-        total_log_records=0,
-        total_log_files_compacted=0,
-        total_log_size_compacted=0,
-        total_updated_records_compacted=0,
-        total_log_blocks=0,
-        total_corrupt_log_block=0,
-        total_rollback_blocks=0,
         file_size_in_bytes=len(data),
         log_version=log.version,
         log_offset=0,

@@ -458,23 +458,16 @@ class HoodieWriter:
             per_partition.setdefault(s.partition_path or "", []).append(s)
         for p in replaced:
             per_partition.setdefault(p, [])
-        extra = {"schema": json.dumps(schema_json, separators=(",", ":"))}
+        common: dict[str, Any] = {
+            "partition_to_write_stats": per_partition,
+            "compacted": False,
+            "extra_metadata": {"schema": json.dumps(schema_json, separators=(",", ":"))},
+            "version": None,
+            "operation_type": operation.operation_type,
+        }
         if operation.is_overwrite:
-            return ReplaceCommitMetadata(
-                partition_to_write_stats=per_partition,
-                compacted=False,
-                extra_metadata=extra,
-                version=None,
-                operation_type=operation.operation_type,
-                partition_to_replace_file_ids=replaced,
-            )
-        return CommitMetadata(
-            partition_to_write_stats=per_partition,
-            compacted=False,
-            extra_metadata=extra,
-            version=None,
-            operation_type=operation.operation_type,
-        )
+            return ReplaceCommitMetadata(**common, partition_to_replace_file_ids=replaced)
+        return CommitMetadata(**common)
 
     def _complete(
         self,
