@@ -94,10 +94,15 @@ def write_base_file(
             AVRO_SCHEMA_FOOTER: json.dumps(avro_schema, separators=(",", ":")),
             "writer.model.name": "avro",
         }
-    schema = table.schema.with_metadata({k.encode(): v.encode() for k, v in metadata.items()})
+    table = table.replace_schema_metadata(None)
     with fileio.open_output(path) as sink:
-        writer = pq.ParquetWriter(sink, schema, compression=compression, use_compliant_nested_type=True)
-        writer.write_table(table.replace_schema_metadata(schema.metadata), row_group_size=row_group_rows)
+        # Footer keys go in as plain key/values, as parquet-avro writes them; no ARROW:schema copy
+        # (it would repeat the bloom filter and make every footer parse slower).
+        writer = pq.ParquetWriter(
+            sink, table.schema, compression=compression, use_compliant_nested_type=True, store_schema=False
+        )
+        writer.write_table(table, row_group_size=row_group_rows)
+        writer.add_key_value_metadata(metadata)
         writer.close()
     info = fileio.info(path)
     size = info.size if info is not None else 0

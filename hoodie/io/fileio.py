@@ -258,6 +258,10 @@ class LocalFileIO(ArrowFileIO):
             f.write(data)
         return tmp
 
+    def read_bytes(self, path: str) -> bytes:
+        with open(path, "rb") as f:
+            return f.read()
+
     def makedirs(self, path: str) -> None:
         os.makedirs(path, exist_ok=True)
 

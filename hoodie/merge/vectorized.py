@@ -236,6 +236,10 @@ def _collect(
 def _dense_ranks(arrays: list[pa.Array], t: pa.DataType) -> npt.NDArray[np.int64]:
     """Dense ranks of the concatenation of ``arrays`` (nulls rank as Hudi's default 0)."""
     combined = pa.concat_arrays([a.cast(t) for a in arrays]) if arrays else pa.array([], type=t)
+    if pa.types.is_signed_integer(t) or pa.types.is_timestamp(t) or pa.types.is_date(t):
+        # The values order themselves; no ranking needed.
+        as_int = pc.fill_null(combined.cast(pa.int64()), 0)
+        return np.asarray(as_int.to_numpy(zero_copy_only=False), dtype=np.int64)
     if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
         combined = pc.fill_null(
             combined, pa.scalar(0, type=t) if not pa.types.is_decimal(t) else pa.scalar(0).cast(t)
@@ -315,6 +319,11 @@ def _event_time_winners(
     ranks: list[npt.NDArray[np.int64]],
     n_codes: int,
 ) -> npt.NDArray[np.int64]:
+    if len(codes) == n_codes:
+        # One entry per key: it is the result, whatever it is.
+        only = np.empty(n_codes, dtype=np.int64)
+        only[codes] = seq
+        return only
     last_reset = np.full(n_codes, -1, dtype=np.int64)
     if is_reset.any():
         np.maximum.at(last_reset, codes[is_reset], seq[is_reset])
@@ -372,7 +381,10 @@ def _assemble(
     if emit.any() and data_tables:
         log_data = pa.concat_tables(data_tables) if len(data_tables) > 1 else data_tables[0]
         rows = data_pos[winner[emit]]
-        parts.append(log_data.take(pa.array(rows)))
+        if len(rows) == log_data.num_rows and bool((rows == np.arange(len(rows))).all()):
+            parts.append(log_data)  # every log row wins, in order: nothing to gather
+        else:
+            parts.append(log_data.take(pa.array(rows)))
     if not parts:
         return _empty_like(data_tables)
     if len(parts) == 1:

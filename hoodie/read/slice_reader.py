@@ -48,7 +48,8 @@ def read_parquet(fileio: FileIO, path: str, schema: pa.Schema) -> pa.Table:
     """A Parquet base file projected onto ``schema``."""
     with fileio.open_input(path) as f:
         pf = pq.ParquetFile(f)
-        present = [n for n in schema.names if n in pf.schema_arrow.names]
+        available = set(pf.schema_arrow.names)
+        present = [n for n in schema.names if n in available]
         table = pf.read(columns=present, use_threads=True)
     return project_table(table, schema, path)
 

@@ -1,0 +1,141 @@
+"""``python -m bench``: generate (or reuse) the table, verify the readers, time them, report."""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import hudi
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from bench import data as bench_data
+from bench.measure import Memory, Timing, measure_in_subprocess, time_readers
+from bench.readers import READERS
+from bench.report import Target, format_memory, format_targets, format_timings
+from bench.verify import VerificationError, check_agree, check_ours
+
+DEFAULT_ROWS = 2_000_000
+UPDATE_FRACTION = 0.10
+#: Targets: ours/floor time, ours/hudi-rs time, ours peak RSS over the merged slice's Arrow size.
+TARGET_VS_FLOOR = 1.5
+TARGET_VS_HUDI_RS = 1.0
+TARGET_MEMORY = 3.0
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    p.add_argument("--rows", type=int, default=DEFAULT_ROWS, help="rows in the base file (default 2,000,000)")
+    p.add_argument(
+        "--updates",
+        type=int,
+        default=None,
+        help=f"keys updated in the Avro log block (default {UPDATE_FRACTION:.0%} of --rows)",
+    )
+    p.add_argument("--repeat", type=int, default=3, help="timed runs per reader, interleaved (best is used)")
+    p.add_argument("--regenerate", action="store_true", help="rebuild the cached table")
+    p.add_argument("--cache-dir", type=Path, default=bench_data.DEFAULT_CACHE, help="default var/bench")
+    p.add_argument("--no-memory", action="store_true", help="skip the fresh-process memory runs")
+    p.add_argument("--profile", action="store_true", help="also print a stage breakdown and cProfile")
+    return p.parse_args(argv)
+
+
+def verify(data: bench_data.BenchData) -> list[str]:
+    """Read once with every reader (this also warms the page cache) and check the rows."""
+    ours = READERS["ours"](data)
+    lines = check_ours(data, ours)
+    for name in ("hudi-rs", "floor"):
+        other = READERS[name](data)
+        lines.append(check_agree(name, ours, other))
+        del other
+    return lines
+
+
+def targets(timings: dict[str, Timing], memory: dict[str, Memory] | None) -> list[Target]:
+    ours = timings["ours"].best
+    out = [
+        Target("time ours / floor", ours / timings["floor"].best, TARGET_VS_FLOOR, "x"),
+        Target("time ours / hudi-rs", ours / timings["hudi-rs"].best, TARGET_VS_HUDI_RS, "x"),
+    ]
+    if memory is not None:
+        m = memory["ours"]
+        out.append(
+            Target(
+                "peak RSS increase of our read / Arrow nbytes of the merged slice",
+                m.peak_rss_delta / m.result_nbytes,
+                TARGET_MEMORY,
+                "x",
+            )
+        )
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    rows: int = args.rows
+    updates: int = args.updates if args.updates is not None else int(rows * UPDATE_FRACTION)
+    if not 0 < updates <= rows:
+        raise SystemExit("--updates must be between 1 and --rows")
+    started = time.perf_counter()
+    print(
+        f"hts read benchmark: MERGE_ON_READ v8, 1 file group, {rows:,} rows x "
+        f"{len(bench_data.DATA_SCHEMA)} data columns (+5 meta), "
+        f"{updates:,} keys updated in one Avro log block"
+    )
+    print(
+        f"python {platform.python_version()}, pyarrow {pa.__version__}, hudi-rs {hudi.__version__}, "
+        f"{_cpus()} CPU(s)"
+    )
+    data = bench_data.ensure(rows, updates, cache_dir=args.cache_dir, regenerate=args.regenerate)
+    groups = pq.ParquetFile(data.base_file).metadata.num_row_groups
+    print(
+        f"base file {data.base_file_bytes / 1e6:.1f} MB parquet ({data.compression}, {groups} row groups), "
+        f"log file {data.log_file_bytes / 1e6:.1f} MB (one uncompressed Avro data block), "
+        f"floor's updates.parquet {data.updates_parquet.stat().st_size / 1e6:.1f} MB ({data.compression})"
+    )
+    print("\nverification (before timing):")
+    try:
+        for line in verify(data):
+            print(f"  ok  {line}")
+    except VerificationError as e:
+        print(f"  FAILED  {e}")
+        return 1
+
+    names = list(READERS)
+    print(f"\ntiming: best of {args.repeat}, readers interleaved, in this process (wall clock)")
+    timings = time_readers(data, names, args.repeat)
+    print(format_timings(timings))
+
+    memory: dict[str, Memory] | None = None
+    if not args.no_memory:
+        print(
+            "\nmemory: one read per reader, each in a fresh process; peak RSS above the post-import baseline"
+        )
+        memory = {n: measure_in_subprocess(n, data) for n in names}
+        print(format_memory(memory))
+
+    print("\ntargets:")
+    print(format_targets(targets(timings, memory)))
+
+    if args.profile:
+        from bench.profile import cprofile_read, stage_breakdown
+
+        print(f"\nstage breakdown of our read (seconds, best of {args.repeat}):")
+        for name, seconds in stage_breakdown(data, args.repeat):
+            print(f"  {seconds:7.3f}  {name}")
+        print("\ncProfile of one snapshot():")
+        print(cprofile_read(data))
+    print(f"(benchmark wall time {time.perf_counter() - started:.0f}s)")
+    return 0
+
+
+def _cpus() -> int:
+    import os
+
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
