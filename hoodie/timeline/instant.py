@@ -41,6 +41,15 @@ class Action(StrEnum):
         return self in _WRITE_ACTIONS
 
 
+def action_group(action: Action) -> Action:
+    """Hudi's comparable action: a pending table service and the action it completes as share one.
+
+    One requested time holds one instant per group; a savepoint, for example, reuses the
+    requested time of the commit it saves.
+    """
+    return _COMPLETED_AS.get(action, action)
+
+
 _COMPLETED_AS = {
     Action.COMPACTION: Action.COMMIT,
     Action.LOG_COMPACTION: Action.DELTA_COMMIT,

@@ -13,7 +13,14 @@ from dataclasses import dataclass, field
 
 from hoodie.errors import InstantExistsError, TimelineError
 from hoodie.io.fileio import FileIO, join
-from hoodie.timeline.instant import Action, Instant, State, instant_file_name, parse_instant_file_name
+from hoodie.timeline.instant import (
+    Action,
+    Instant,
+    State,
+    action_group,
+    instant_file_name,
+    parse_instant_file_name,
+)
 from hoodie.timeline.instant_time import instant_from_epoch_millis, normalize
 from hoodie.timeline.layout import TablePaths
 
@@ -25,7 +32,13 @@ class Timeline:
 
     def __init__(self, instants: Iterable[Instant]) -> None:
         self._instants: tuple[Instant, ...] = tuple(sorted(instants))
-        self._by_time: dict[str, Instant] = {normalize(i.requested_time): i for i in self._instants}
+        by_time: dict[str, list[Instant]] = {}
+        for i in self._instants:
+            by_time.setdefault(normalize(i.requested_time), []).append(i)
+        # Write actions first: a bare lookup by time means the commit, not a savepoint of it.
+        self._by_time: dict[str, tuple[Instant, ...]] = {
+            k: tuple(sorted(v, key=lambda i: not i.action.is_write)) for k, v in by_time.items()
+        }
 
     # -- collection protocol ------------------------------------------------------------------
     @property
@@ -95,8 +108,13 @@ class Timeline:
         return out
 
     # -- lookups ------------------------------------------------------------------------------
-    def get(self, requested_time: str) -> Instant | None:
-        return self._by_time.get(normalize(requested_time))
+    def get(self, requested_time: str, action: Action | None = None) -> Instant | None:
+        """The instant requested at ``requested_time``: of ``action``'s group, or preferably a write."""
+        found = self._by_time.get(normalize(requested_time), ())
+        if action is None:
+            return found[0] if found else None
+        group = action_group(action)
+        return next((i for i in found if action_group(i.action) is group), None)
 
     def __contains__(self, requested_time: object) -> bool:
         return isinstance(requested_time, str) and normalize(requested_time) in self._by_time
@@ -139,7 +157,7 @@ class ActiveTimeline(Timeline):
         paths: TablePaths,
         tz: dt.tzinfo,
         instants: Iterable[Instant],
-        files: dict[str, _StateFiles],
+        files: dict[tuple[str, Action], _StateFiles],
     ) -> None:
         super().__init__(instants)
         self.fileio = fileio
@@ -150,8 +168,8 @@ class ActiveTimeline(Timeline):
     @classmethod
     def load(cls, fileio: FileIO, paths: TablePaths, tz: dt.tzinfo) -> ActiveTimeline:
         """List the timeline folder and keep each requested time in its highest state."""
-        files: dict[str, _StateFiles] = {}
-        best: dict[str, Instant] = {}
+        files: dict[tuple[str, Action], _StateFiles] = {}
+        best: dict[tuple[str, Action], Instant] = {}
         for entry in fileio.list_dir(paths.timeline):
             if entry.is_dir:
                 continue
@@ -162,7 +180,7 @@ class ActiveTimeline(Timeline):
                 # A legacy name without completion time: Hudi takes the file's modification time.
                 ct = instant_from_epoch_millis(entry.mtime_ms, tz)
                 instant = Instant(instant.requested_time, instant.action, instant.state, ct, is_legacy=True)
-            key = normalize(instant.requested_time)
+            key = (normalize(instant.requested_time), action_group(instant.action))
             files.setdefault(key, _StateFiles()).files[instant.state] = (
                 entry.name,
                 entry.mtime_ms,
@@ -181,26 +199,34 @@ class ActiveTimeline(Timeline):
         return self.paths.layout
 
     # -- state files --------------------------------------------------------------------------
-    def state_file(self, requested_time: str, state: State) -> str | None:
-        """The file name holding ``state`` of ``requested_time``, if present."""
-        entry = self._files.get(normalize(requested_time))
+    def _entry(self, requested_time: str, action: Action | None) -> _StateFiles | None:
+        instant = self.get(requested_time, action)
+        if instant is None:
+            return None
+        return self._files.get((normalize(requested_time), action_group(instant.action)))
+
+    def state_file(self, requested_time: str, state: State, action: Action | None = None) -> str | None:
+        """The file name holding ``state`` of ``requested_time`` (of ``action``'s group), if present."""
+        entry = self._entry(requested_time, action)
         if entry is None or state not in entry.files:
             return None
         return entry.files[state][0]
 
-    def state_file_mtime_ms(self, requested_time: str, state: State) -> int | None:
-        entry = self._files.get(normalize(requested_time))
+    def state_file_mtime_ms(
+        self, requested_time: str, state: State, action: Action | None = None
+    ) -> int | None:
+        entry = self._entry(requested_time, action)
         if entry is None or state not in entry.files:
             return None
         return entry.files[state][1]
 
-    def states_of(self, requested_time: str) -> tuple[State, ...]:
-        entry = self._files.get(normalize(requested_time))
+    def states_of(self, requested_time: str, action: Action | None = None) -> tuple[State, ...]:
+        entry = self._entry(requested_time, action)
         return tuple(sorted(entry.files)) if entry else ()
 
-    def read_state(self, requested_time: str, state: State) -> bytes:
+    def read_state(self, requested_time: str, state: State, action: Action | None = None) -> bytes:
         """The payload bytes of one state file (``TimelineError`` if that state has no file)."""
-        name = self.state_file(requested_time, state)
+        name = self.state_file(requested_time, state, action)
         if name is None:
             raise TimelineError(
                 f"instant {requested_time} has no {state.name.lower()} file in {self.paths.timeline}"
@@ -246,7 +272,7 @@ class ActiveTimeline(Timeline):
             raise TimelineError(f"cannot complete {current}: it is not INFLIGHT")
         if self.layout >= 2 and not completion_time:
             raise TimelineError(f"completing {current} in timeline layout 2 needs a completion time")
-        if self._completed_on_storage(instant.requested_time):
+        if self._completed_on_storage(instant.requested_time, current.action):
             raise InstantExistsError(f"instant {instant.requested_time} is already completed")
         done = Instant(
             instant.requested_time,
@@ -257,43 +283,45 @@ class ActiveTimeline(Timeline):
         self._create(done, payload)
         return done
 
-    def _completed_on_storage(self, requested_time: str) -> bool:
+    def _completed_on_storage(self, requested_time: str, action: Action) -> bool:
+        group = action_group(action)
         for entry in self.fileio.list_dir(self.paths.timeline):
             inst = parse_instant_file_name(entry.name, self.layout)
             if (
                 inst is not None
                 and inst.is_completed
                 and normalize(inst.requested_time) == normalize(requested_time)
+                and action_group(inst.action) is group
             ):
                 return True
         return False
 
     def _require_current(self, instant: Instant) -> Instant:
         """The instant's latest state, read fresh from storage (other writers may have moved it)."""
-        fresh = self.reload().get(instant.requested_time)
+        fresh = self.reload().get(instant.requested_time, instant.action)
         if fresh is None:
             raise TimelineError(
                 f"instant {instant.requested_time} is not on the timeline {self.paths.timeline}"
             )
         return fresh
 
-    def delete_state(self, requested_time: str, state: State) -> bool:
+    def delete_state(self, requested_time: str, state: State, action: Action | None = None) -> bool:
         """Remove one state file (used by rollback and by reverting an inflight table service)."""
         fresh = self.reload()
-        name = fresh.state_file(requested_time, state)
+        name = fresh.state_file(requested_time, state, action)
         if name is None:
             return False
         return self.fileio.delete(self.path_of(name))
 
-    def delete_instant(self, requested_time: str) -> None:
+    def delete_instant(self, requested_time: str, action: Action | None = None) -> None:
         """Remove every state file of a pending instant, inflight first, requested last."""
         fresh = self.reload()
-        instant = fresh.get(requested_time)
+        instant = fresh.get(requested_time, action)
         if instant is None:
             return
         if instant.is_completed:
             raise TimelineError(f"refusing to delete completed instant {instant}; roll it back instead")
         for state in (State.INFLIGHT, State.REQUESTED):
-            name = fresh.state_file(requested_time, state)
+            name = fresh.state_file(requested_time, state, instant.action)
             if name is not None:
                 self.fileio.delete(self.path_of(name))

@@ -179,3 +179,26 @@ def test_lock_timeout_names_the_table() -> None:
     t.join()
     other.acquire(timeout_s=1)
     other.release()
+
+
+def test_a_savepoint_shares_the_requested_time_of_its_commit(tmp_path: Path) -> None:
+    io = LocalFileIO()
+    paths = TablePaths(str(tmp_path), 2)
+    os.makedirs(paths.timeline)
+    tl = ActiveTimeline.load(io, paths, dt.UTC)
+    ts = "20250101000000000"
+    commit = tl.transition_to_inflight(tl.create_requested(Instant(ts, Action.COMMIT, State.REQUESTED)))
+    tl.complete(commit, b"commit", "20250101000001000")
+    savepoint = tl.create_inflight(Instant(ts, Action.SAVEPOINT, State.INFLIGHT))
+    tl.complete(savepoint, b"savepoint", "20250101000002000")
+    with pytest.raises(InstantExistsError):
+        tl.create_inflight(Instant(ts, Action.SAVEPOINT, State.INFLIGHT))
+    fresh = tl.reload()
+    assert len(fresh) == 2
+    got_commit = fresh.get(ts)
+    got_savepoint = fresh.get(ts, Action.SAVEPOINT)
+    assert got_commit is not None and got_commit.action is Action.COMMIT
+    assert got_savepoint is not None and got_savepoint.completion_time == "20250101000002000"
+    assert fresh.read_state(ts, State.COMPLETED) == b"commit"
+    assert fresh.read_state(ts, State.COMPLETED, Action.SAVEPOINT) == b"savepoint"
+    assert fresh.states_of(ts, Action.SAVEPOINT) == (State.INFLIGHT, State.COMPLETED)
