@@ -256,6 +256,17 @@ class ActiveTimeline(Timeline):
         self._create(requested, payload)
         return requested
 
+    def create_inflight(self, instant: Instant, payload: bytes = b"") -> Instant:
+        """Write an inflight file with no requested state (how a savepoint starts)."""
+        if self.reload().get(instant.requested_time, instant.action) is not None:
+            raise InstantExistsError(
+                f"a {instant.action.value} at {instant.requested_time} already exists "
+                f"on {self.paths.timeline}"
+            )
+        inflight = Instant(instant.requested_time, instant.action, State.INFLIGHT)
+        self._create(inflight, payload)
+        return inflight
+
     def transition_to_inflight(self, instant: Instant, payload: bytes = b"") -> Instant:
         """Write the inflight file of a requested instant."""
         current = self._require_current(instant)
