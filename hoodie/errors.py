@@ -49,3 +49,7 @@ class WriteConflictError(HoodieError):
 
 class InvalidInputError(HoodieError):
     """Input data is invalid for the requested operation (missing key, null ordering value, ...)."""
+
+
+class TableServiceError(HoodieError):
+    """A table service cannot run on this table or instant (the message says why)."""

@@ -105,6 +105,18 @@ def decode_delete_block(block: LogBlock, table_version: int) -> DeleteBatch:
 
 
 @dataclass
+class SliceMergeInfo:
+    """What a slice read merged, for the write stats of compaction and clustering."""
+
+    base_keys: pa.Array | None = None
+    log_keys: list[pa.Array] = field(default_factory=list)
+    log_records: int = 0
+
+    def all_log_keys(self) -> pa.Array:
+        return pa.concat_arrays(self.log_keys) if self.log_keys else pa.array([], pa.string())
+
+
+@dataclass
 class SliceReadOptions:
     """How to read slices of one table at one point of its timeline."""
 
@@ -117,6 +129,7 @@ class SliceReadOptions:
     instant_range: InstantRange | None = None
     report: CorruptBlockReport = field(default_factory=CorruptBlockReport)
     stats: ScanStats = field(default_factory=ScanStats)
+    info: SliceMergeInfo | None = None
 
     @property
     def merge_spec(self) -> MergeSpec:
@@ -133,6 +146,8 @@ def read_slice(fileio: FileIO, base_path: str, file_slice: FileSlice, opts: Slic
     base_path_of_slice = file_slice.base_file_path(base_path)
     if base_path_of_slice is not None:
         base = read_parquet(fileio, base_path_of_slice, opts.schema)
+        if opts.info is not None:
+            opts.info.base_keys = base[opts.key_field].combine_chunks().cast(pa.string())
     if not file_slice.log_files:
         return base if base is not None else opts.schema.empty_table()
     blocks = scan_log_blocks(
@@ -158,6 +173,13 @@ def read_slice(fileio: FileIO, base_path: str, file_slice: FileSlice, opts: Slic
                 )
             else:
                 batches.append(decode_data_block(block, opts.schema))
+        if opts.info is not None:
+            for batch in batches:
+                keys = (
+                    batch.keys if isinstance(batch, DeleteEntries) else batch[opts.key_field].combine_chunks()
+                )
+                opts.info.log_keys.append(keys.cast(pa.string()))
+                opts.info.log_records += len(keys)
         return merge_slice(base, batches, opts.merge_spec)
     return _merge_per_record(base, blocks, opts)
 
@@ -208,6 +230,10 @@ def _merge_per_record(base: pa.Table | None, blocks: list[LogBlock], opts: Slice
             raise SchemaError(f"a record has no {key}; cannot merge it")
         return str(value)
 
+    if opts.info is not None:
+        keys = [e.key if isinstance(e, DeleteEntry) else key_of(e.row) for e in entries]
+        opts.info.log_keys.append(pa.array(keys, pa.string()))
+        opts.info.log_records += len(keys)
     base_rows = base.to_pylist() if base is not None else []
     rows = merge_file_group(base_rows, entries, ctx, key_of)
     return pa.Table.from_pylist(rows, schema=opts.schema)

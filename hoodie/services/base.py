@@ -1,0 +1,216 @@
+"""What every table service shares: the context it runs in, and how its per-file-group work runs.
+
+Per-file-group work is a top-level function taking a JSON-able task dict and returning a JSON-able
+result dict, so that the same function runs in process (:class:`LocalRunner`) or on Spark
+executors (``jobs.spark.SparkRunner``), where it is found by module and name.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from hoodie.errors import TableServiceError
+from hoodie.models.base import AvroRecord
+from hoodie.models.commit import WriteStat
+from hoodie.table import HoodieTable
+from hoodie.timeline.instant import Instant
+from hoodie.timeline.timeline import ActiveTimeline
+from hoodie.transaction.heartbeat import HeartbeatConfig
+from hoodie.transaction.lock import InProcessLockProvider, LockProvider, locked
+from hoodie.transaction.time_generator import TimeSource, WaitBasedTimeGenerator
+
+log = logging.getLogger(__name__)
+
+Task = dict[str, Any]
+TaskResult = dict[str, Any]
+TaskFunction = Callable[[Task], TaskResult]
+Progress = Callable[[int, int], None]
+
+
+class Runner(Protocol):
+    """Runs a task function over tasks, one task per file group, and returns results in task order."""
+
+    def run(self, fn: TaskFunction, tasks: Sequence[Task], description: str) -> list[TaskResult]: ...
+
+
+@dataclass
+class LocalRunner:
+    """Runs tasks one after another in this process (tests, small tables, the CLI without Spark)."""
+
+    progress: Progress | None = None
+
+    def run(self, fn: TaskFunction, tasks: Sequence[Task], description: str) -> list[TaskResult]:
+        out: list[TaskResult] = []
+        for done, task in enumerate(tasks, start=1):
+            out.append(fn(task))
+            if self.progress is not None:
+                self.progress(done, len(tasks))
+        return out
+
+
+CRASH_ENV = "HTS_CRASH_AT"
+
+
+def crash_point(name: str) -> None:
+    """Kill this process at ``name`` when ``HTS_CRASH_AT`` says so (crash-safety tests only).
+
+    Points every service passes: ``<service>.after_inflight``, ``<service>.task_mid_write`` (a
+    data file half written), ``<service>.task_after_write``, ``<service>.before_complete``.
+    """
+    target = os.environ.get(CRASH_ENV)
+    if target and target == name:
+        log.error("crash point %s reached: exiting as %s asked", name, CRASH_ENV)
+        os._exit(97)
+
+
+_TABLES: dict[tuple[str, tuple[tuple[str, str], ...]], HoodieTable] = {}
+_TABLES_GUARD = threading.Lock()
+
+
+def open_table_for_task(task: Task) -> HoodieTable:
+    """The table a task works on, opened once per process (executors run many tasks)."""
+    uri = str(task["table_uri"])
+    options = {str(k): str(v) for k, v in (task.get("storage_options") or {}).items()}
+    key = (uri, tuple(sorted(options.items())))
+    with _TABLES_GUARD:
+        table = _TABLES.get(key)
+        if table is None:
+            table = _TABLES[key] = HoodieTable.open(uri, **options)
+    return table
+
+
+@dataclass
+class ServiceContext:
+    """A table plus how to lock it, mint instant times, and configure the service (Hudi keys)."""
+
+    table: HoodieTable
+    options: Mapping[str, str] = field(default_factory=dict)
+    lock: LockProvider | None = None
+    time_source: TimeSource | None = None
+    storage_options: Mapping[str, str] = field(default_factory=dict)
+    heartbeat: HeartbeatConfig = field(default_factory=HeartbeatConfig)
+    lock_timeout_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.lock is None:
+            self.lock = InProcessLockProvider(self.table.base_path)
+        if self.time_source is None:
+            self.time_source = WaitBasedTimeGenerator(self.lock, self.table.tz)
+
+    @property
+    def table_lock(self) -> LockProvider:
+        assert self.lock is not None
+        return self.lock
+
+    def new_instant_time(self, *, lock_held: bool = False) -> str:
+        assert self.time_source is not None
+        return self.time_source.new_instant_time(lock_held=lock_held)
+
+    def task_base(self) -> Task:
+        """The fields every task of this table carries."""
+        return {
+            "table_uri": self.table.uri() if self.table.fileio.scheme != "file" else self.table.base_path,
+            "storage_options": dict(self.storage_options),
+        }
+
+    def require_no_metadata_table(self, service: str) -> None:
+        """Refuse tables with a metadata table: the service would leave it stale."""
+        if self.table.has_metadata_table:
+            partitions = ", ".join(self.table.config.metadata_partitions) or "present"
+            raise TableServiceError(
+                f"{self.table.base_path} has a metadata table ({partitions}); {service} would leave it "
+                "stale, so it is refused until hts maintains the metadata table. Nothing was written."
+            )
+
+    def complete(
+        self,
+        instant: Instant,
+        payload: bytes,
+        precondition: Callable[[ActiveTimeline], None] | None = None,
+    ) -> Instant:
+        """Complete ``instant`` under the table lock, after ``precondition`` checks a fresh timeline."""
+        with locked(self.table_lock, self.lock_timeout_s):
+            fresh = self.table.reload()
+            current = fresh.get(instant.requested_time, instant.action)
+            if current is None or not current.is_inflight:
+                raise TableServiceError(
+                    f"{instant.requested_time} ({instant.action.value}) is no longer inflight on "
+                    f"{self.table.base_path} (now {current}); another process rolled it back or completed it"
+                )
+            if precondition is not None:
+                precondition(fresh)
+            completion = self.new_instant_time(lock_held=True) if fresh.layout >= 2 else None
+            return fresh.complete(current, payload, completion)
+
+
+@dataclass(frozen=True)
+class Scheduled:
+    """A plan and the instant it was requested at (None for a dry run), with why it was made."""
+
+    instant_time: str | None
+    plan: AvroRecord
+    reason: str
+
+    def plan_json(self) -> dict[str, Any]:
+        """The plan as Hudi's Avro field names and values (what ``--dry-run`` prints)."""
+        return self.plan.to_avro()
+
+
+@dataclass(frozen=True)
+class ExecutionResult:
+    """A completed table-service instant, what it wrote, and anything else worth reporting."""
+
+    instant: Instant
+    write_stats: list[WriteStat] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+class TableService(Protocol):
+    """The shape every table service has (compaction, clustering, clean, rollback, ...)."""
+
+    name: str
+
+    def schedule(self, ctx: ServiceContext, *, dry_run: bool = False) -> Scheduled | None:
+        """Plan with ``ctx.options`` and write the REQUESTED instant; None when there is nothing to do."""
+
+    def pending(self, table: HoodieTable, timeline: ActiveTimeline) -> list[Instant]:
+        """This service's REQUESTED and INFLIGHT instants, oldest first."""
+
+    def execute(self, ctx: ServiceContext, instant_time: str, runner: Runner) -> ExecutionResult:
+        """Run one requested (or abandoned inflight) instant to completion."""
+
+
+SERVICES: dict[str, TableService] = {}
+KNOWN_SERVICES = (
+    "compaction",
+    "logcompaction",
+    "clustering",
+    "clean",
+    "rollback",
+    "archival",
+    "savepoint",
+    "restore",
+)
+
+
+def register_service(service: TableService) -> TableService:
+    SERVICES[service.name] = service
+    return service
+
+
+def service_named(name: str) -> TableService:
+    """The service called ``name`` (its module is imported on first use)."""
+    import importlib
+
+    if name not in SERVICES and name in KNOWN_SERVICES:
+        importlib.import_module(f"hoodie.services.{name}")
+    if name not in SERVICES:
+        raise TableServiceError(
+            f"unknown table service {name!r} (known: {', '.join(sorted(SERVICES)) or 'none'})"
+        )
+    return SERVICES[name]

@@ -1,0 +1,542 @@
+"""Compaction of MERGE_ON_READ file slices: plan, schedule, execute — as Apache Hudi does.
+
+A plan (``HoodieCompactionPlan`` version 2) holds one operation per file slice with log files:
+the base file name, the log file names, the slice's base instant and Hudi's metrics. Executing
+it merges each slice by the table's merge mode into a new base file of the same file group,
+named with the compaction instant; records keep ``_hoodie_commit_time`` and
+``_hoodie_commit_seqno``, and ``_hoodie_file_name`` becomes the new file's name. The instant
+completes as a ``commit`` with ``compacted=true`` and ``operationType=COMPACT``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hoodie.errors import TableServiceError, UnsupportedTableError
+from hoodie.file_group.base_file import BaseFile
+from hoodie.file_group.base_file_writer import write_base_file
+from hoodie.file_group.file_slice import FileSlice
+from hoodie.file_group.log_file import LogFile
+from hoodie.io.fileio import join
+from hoodie.merge.config import resolve_merge_config
+from hoodie.models.commit import CommitMetadata, RuntimeStats, WriteStat
+from hoodie.models.compaction import CompactionOperation, CompactionPlan
+from hoodie.read.log_scanner import ScanStats
+from hoodie.read.reader import table_schema
+from hoodie.read.slice_reader import SliceMergeInfo, SliceReadOptions, read_slice
+from hoodie.services.base import (
+    CRASH_ENV,
+    ExecutionResult,
+    Runner,
+    Scheduled,
+    ServiceContext,
+    Task,
+    TaskResult,
+    crash_point,
+    open_table_for_task,
+    register_service,
+)
+from hoodie.services.recovery import recover_inflight
+from hoodie.table import HoodieTable
+from hoodie.timeline.instant import Action, Instant, State
+from hoodie.timeline.instant_time import normalize, parse_instant_time
+from hoodie.timeline.timeline import ActiveTimeline
+from hoodie.transaction.heartbeat import Heartbeat
+from hoodie.transaction.lock import locked
+from hoodie.write.markers import IOType, WriteMarkers
+
+log = logging.getLogger(__name__)
+
+_MB = 1024 * 1024
+_STRATEGY_PACKAGE = "org.apache.hudi.table.action.compact.strategy."
+
+
+class CompactionStrategy(StrEnum):
+    """Hudi's compaction strategies (``hoodie.compaction.strategy``)."""
+
+    UNBOUNDED = "UnBoundedCompactionStrategy"
+    LOG_FILE_SIZE = "LogFileSizeBasedCompactionStrategy"
+    LOG_FILE_NUM = "LogFileNumBasedCompactionStrategy"
+    BOUNDED_IO = "BoundedIOCompactionStrategy"
+    DAY_BASED = "DayBasedCompactionStrategy"
+
+    @classmethod
+    def parse(cls, value: str) -> CompactionStrategy:
+        name = value.strip().rsplit(".", 1)[-1]
+        try:
+            return cls(name)
+        except ValueError as e:
+            known = ", ".join(_STRATEGY_PACKAGE + m.value for m in cls)
+            raise UnsupportedTableError(
+                f"unsupported hoodie.compaction.strategy={value!r} (supported: {known})"
+            ) from e
+
+
+class TriggerStrategy(StrEnum):
+    """When to schedule (``hoodie.compact.inline.trigger.strategy``)."""
+
+    NUM_COMMITS = "NUM_COMMITS"
+    NUM_COMMITS_AFTER_LAST_REQUEST = "NUM_COMMITS_AFTER_LAST_REQUEST"
+    TIME_ELAPSED = "TIME_ELAPSED"
+    NUM_AND_TIME = "NUM_AND_TIME"
+    NUM_OR_TIME = "NUM_OR_TIME"
+
+
+def _int(options: Mapping[str, str], key: str, default: int) -> int:
+    raw = options.get(key)
+    if raw is None:
+        return default
+    try:
+        return int(raw)
+    except ValueError as e:
+        raise TableServiceError(f"{key}={raw!r} is not a whole number") from e
+
+
+@dataclass(frozen=True)
+class CompactionPolicy:
+    """How to plan compactions; ``trigger=None`` plans whenever some slice has log files."""
+
+    strategy: CompactionStrategy = CompactionStrategy.LOG_FILE_SIZE
+    trigger: TriggerStrategy | None = None
+    max_delta_commits: int = 5
+    max_delta_seconds: int = 3600
+    log_file_size_threshold: int = 0
+    log_file_num_threshold: int = 0
+    target_io_mb: int = 500 * 1024
+    day_based_partitions: int = 10
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, str]) -> CompactionPolicy:
+        trigger: TriggerStrategy | None = None
+        raw_trigger = options.get("hoodie.compact.inline.trigger.strategy")
+        if raw_trigger:
+            try:
+                trigger = TriggerStrategy(raw_trigger.strip().upper())
+            except ValueError as e:
+                allowed = ", ".join(t.value for t in TriggerStrategy)
+                raise TableServiceError(
+                    f"unsupported hoodie.compact.inline.trigger.strategy={raw_trigger!r} ({allowed})"
+                ) from e
+        elif "hoodie.compact.inline.max.delta.commits" in options:
+            trigger = TriggerStrategy.NUM_COMMITS
+        elif "hoodie.compact.inline.max.delta.seconds" in options:
+            trigger = TriggerStrategy.TIME_ELAPSED
+        strategy = CompactionStrategy.LOG_FILE_SIZE
+        if options.get("hoodie.compaction.strategy"):
+            strategy = CompactionStrategy.parse(options["hoodie.compaction.strategy"])
+        return cls(
+            strategy=strategy,
+            trigger=trigger,
+            max_delta_commits=_int(options, "hoodie.compact.inline.max.delta.commits", 5),
+            max_delta_seconds=_int(options, "hoodie.compact.inline.max.delta.seconds", 3600),
+            log_file_size_threshold=_int(options, "hoodie.compaction.logfile.size.threshold", 0),
+            log_file_num_threshold=_int(options, "hoodie.compaction.logfile.num.threshold", 0),
+            target_io_mb=_int(options, "hoodie.compaction.target.io", 500 * 1024),
+            day_based_partitions=_int(options, "hoodie.compaction.daybased.target.partitions", 10),
+        )
+
+
+# -- planning ---------------------------------------------------------------------------------
+
+
+def _last_compaction(timeline: ActiveTimeline, table: HoodieTable) -> Instant | None:
+    """The newest compaction, pending or completed (a completed one is a ``commit`` with compacted=true)."""
+    for instant in reversed(timeline.instants):
+        if instant.action is Action.COMPACTION:
+            return instant
+        if (
+            instant.action is Action.COMMIT
+            and instant.is_completed
+            and table.config.is_mor
+            and table.commit_metadata(instant, timeline).compacted
+        ):
+            return instant
+    return None
+
+
+def trigger_reason(
+    table: HoodieTable, timeline: ActiveTimeline, policy: CompactionPolicy, now_ms: int
+) -> str | None:
+    """Why compaction should be scheduled now under ``policy.trigger``, or None if it should not."""
+    if policy.trigger is None:
+        return "requested"
+    last = _last_compaction(timeline, table)
+    since = timeline.completed().actions(Action.DELTA_COMMIT)
+    if last is not None:
+        since = since.after(last.requested_time)
+    if policy.trigger is TriggerStrategy.NUM_COMMITS_AFTER_LAST_REQUEST:
+        pending = timeline.pending_compaction().last()
+        if pending is not None:
+            since = since.after(pending.requested_time)
+    commits = len(since)
+    first = timeline.first()
+    anchor = last.requested_time if last is not None else (first.requested_time if first else None)
+    elapsed_s = 0.0
+    if anchor is not None:
+        elapsed_s = now_ms / 1000 - parse_instant_time(anchor, table.tz).timestamp()
+    by_num = commits >= policy.max_delta_commits
+    by_time = elapsed_s >= policy.max_delta_seconds
+    fired = {
+        TriggerStrategy.NUM_COMMITS: by_num,
+        TriggerStrategy.NUM_COMMITS_AFTER_LAST_REQUEST: by_num,
+        TriggerStrategy.TIME_ELAPSED: by_time,
+        TriggerStrategy.NUM_AND_TIME: by_num and by_time,
+        TriggerStrategy.NUM_OR_TIME: by_num or by_time,
+    }[policy.trigger]
+    if not fired:
+        return None
+    return f"{policy.trigger.value}: {commits} delta commits, {elapsed_s:.0f}s since the last compaction"
+
+
+def _operation(file_slice: FileSlice) -> CompactionOperation:
+    log_size = sum(lf.size for lf in file_slice.log_files)
+    base_size = file_slice.base_file.size if file_slice.base_file else 0
+    io_read = (base_size + log_size) // _MB
+    io_write = base_size // _MB
+    return CompactionOperation(
+        base_instant_time=file_slice.base_instant_time,
+        delta_file_paths=[lf.name for lf in file_slice.log_files],
+        data_file_path=file_slice.base_file.name if file_slice.base_file else None,
+        file_id=file_slice.file_id,
+        partition_path=file_slice.partition_path,
+        metrics={
+            "TOTAL_LOG_FILES": float(len(file_slice.log_files)),
+            "TOTAL_IO_MB": float(io_read + io_write),
+            "TOTAL_IO_READ_MB": float(io_read),
+            "TOTAL_LOG_FILES_SIZE": float(log_size),
+            "TOTAL_IO_WRITE_MB": float(io_write),
+        },
+        bootstrap_file_path=None,
+    )
+
+
+_DATE_PARTITION = re.compile(r"(\d{4})[/-]?(\d{2})[/-]?(\d{2})")
+
+
+def _select(ops: list[CompactionOperation], policy: CompactionPolicy) -> list[CompactionOperation]:
+    """Apply the strategy's filter and order, as Hudi's compaction strategies do."""
+
+    def size(op: CompactionOperation) -> float:
+        return (op.metrics or {}).get("TOTAL_LOG_FILES_SIZE", 0.0)
+
+    def count(op: CompactionOperation) -> int:
+        return len(op.delta_file_paths or [])
+
+    s = policy.strategy
+    if s is CompactionStrategy.LOG_FILE_SIZE:
+        ops = sorted((op for op in ops if size(op) >= policy.log_file_size_threshold), key=size, reverse=True)
+        return _bounded(ops, policy.target_io_mb)
+    if s is CompactionStrategy.LOG_FILE_NUM:
+        ops = sorted(
+            (op for op in ops if count(op) >= policy.log_file_num_threshold), key=count, reverse=True
+        )
+        return _bounded(ops, policy.target_io_mb)
+    if s is CompactionStrategy.BOUNDED_IO:
+        return _bounded(ops, policy.target_io_mb)
+    if s is CompactionStrategy.DAY_BASED:
+        partitions = sorted({op.partition_path or "" for op in ops}, key=_day_key, reverse=True)
+        keep = set(partitions[: policy.day_based_partitions])
+        return [op for op in ops if (op.partition_path or "") in keep]
+    return ops
+
+
+def _day_key(partition: str) -> str:
+    m = _DATE_PARTITION.search(partition)
+    return "".join(m.groups()) if m else partition
+
+
+def _bounded(ops: list[CompactionOperation], target_io_mb: int) -> list[CompactionOperation]:
+    out: list[CompactionOperation] = []
+    total = 0.0
+    for op in ops:
+        io = (op.metrics or {}).get("TOTAL_IO_MB", 0.0)
+        if out and total + io > target_io_mb:
+            break
+        out.append(op)
+        total += io
+    return out
+
+
+def plan_compaction(
+    table: HoodieTable, policy: CompactionPolicy, timeline: ActiveTimeline | None = None
+) -> CompactionPlan | None:
+    """A plan over the latest slices that have log files, or None if there is nothing to compact.
+
+    File groups under a pending compaction or clustering are left out (their slices are spoken
+    for), as are replaced file groups.
+    """
+    if not table.config.is_mor:
+        raise TableServiceError(
+            f"{table.base_path} is {table.config.table_type.value}: only MERGE_ON_READ tables compact"
+        )
+    tl = timeline or table.reload()
+    view = table.file_system_view(timeline=tl)
+    busy = set(table.pending_compaction_operations(tl)) | set(table.pending_clustering_file_groups(tl))
+    ops: list[CompactionOperation] = []
+    for partition in view.partitions():
+        for group in view.file_groups(partition):
+            if view.is_replaced(group.group_id) or group.group_id in busy:
+                continue
+            slices = group.slices()
+            if slices and slices[0].log_files:
+                ops.append(_operation(slices[0]))
+    ops = _select(ops, policy)
+    if not ops:
+        return None
+    ops.sort(key=lambda op: (op.partition_path or "", op.file_id or ""))
+    return CompactionPlan(
+        operations=ops,
+        extra_metadata={},
+        strategy=None,
+        preserve_hoodie_metadata=False,
+        missing_schedule_partitions=[],
+    )
+
+
+def schedule_compaction(
+    ctx: ServiceContext, policy: CompactionPolicy, *, dry_run: bool = False, now_ms: int | None = None
+) -> Scheduled | None:
+    """Plan and, unless ``dry_run``, write ``T.compaction.requested``; None if nothing to do."""
+    table = ctx.table
+    ctx.require_no_metadata_table("compaction")
+    with locked(ctx.table_lock, ctx.lock_timeout_s):
+        timeline = table.reload()
+        reason = trigger_reason(table, timeline, policy, now_ms or time.time_ns() // 1_000_000)
+        if reason is None:
+            return None
+        if table.table_version < 8:
+            # Layout 1 names new log files by the slice's base instant: a write still in flight
+            # would land in the old slice and be lost, so Hudi refuses to schedule around it.
+            writing = timeline.pending().actions(Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT)
+            if writing:
+                raise TableServiceError(
+                    f"cannot schedule compaction on table version 6 while writes are inflight: "
+                    f"{[str(i) for i in writing]}"
+                )
+        plan = plan_compaction(table, policy, timeline)
+        if plan is None:
+            return None
+        if dry_run:
+            return Scheduled(None, plan, reason)
+        instant_time = ctx.new_instant_time(lock_held=True)
+        timeline.create_requested(
+            Instant(instant_time, Action.COMPACTION, State.REQUESTED), plan.to_bytes(table.table_version)
+        )
+    log.info(
+        "%s: scheduled compaction %s of %d file slice(s) (%s)",
+        table.base_path,
+        instant_time,
+        len(plan.operations or ()),
+        reason,
+    )
+    return Scheduled(instant_time, plan, reason)
+
+
+# -- execution --------------------------------------------------------------------------------
+
+
+def _slice_of(op: CompactionOperation) -> FileSlice:
+    base = None
+    if op.data_file_path:
+        name = op.data_file_path.rsplit("/", 1)[-1]  # plan version 1 held absolute paths
+        base = BaseFile.parse(name)
+        if base is None:
+            raise TableServiceError(
+                f"compaction operation names {op.data_file_path!r}, which is not a base file"
+            )
+    logs = []
+    for path in op.delta_file_paths or ():
+        lf = LogFile.parse(path.rsplit("/", 1)[-1])
+        if lf is None:
+            raise TableServiceError(f"compaction operation names {path!r}, which is not a log file")
+        logs.append(lf)
+    logs.sort(key=lambda lf: lf.sort_key)
+    return FileSlice(op.partition_path or "", op.file_id or "", op.base_instant_time or "", base, tuple(logs))
+
+
+def compact_file_group(task: Task) -> TaskResult:
+    """Executor side: compact one file slice into a new base file; returns its write stat."""
+    started = time.monotonic()
+    table = open_table_for_task(task)
+    op = CompactionOperation.from_avro(task["operation"])
+    instant_time = str(task["instant_time"])
+    file_slice = _slice_of(op)
+    # Size and existence of each file (the plan names files; they must still be there).
+    fileio = table.fileio
+    for path in [p for p in [file_slice.base_file_path(table.base_path)] if p] + file_slice.log_file_paths(
+        table.base_path
+    ):
+        if fileio.info(path) is None:
+            raise TableServiceError(f"compaction {instant_time}: {path} named by the plan does not exist")
+    schema = pa.schema(pa.ipc.read_schema(pa.py_buffer(bytes.fromhex(task["arrow_schema"]))))
+    completed = set(task["completed_instants"])
+    start_ts = task.get("timeline_start")
+
+    def committed(ts: str) -> bool:
+        return ts in completed or (start_ts is not None and normalize(ts) < normalize(start_ts))
+
+    info = SliceMergeInfo()
+    stats = ScanStats()
+    opts = SliceReadOptions(
+        schema=schema,
+        merge=resolve_merge_config(table.config),
+        table_version=table.table_version,
+        is_committed=committed,
+        latest_instant=task.get("latest_instant"),
+        stats=stats,
+        info=info,
+    )
+    scan_start = time.monotonic()
+    merged = read_slice(fileio, table.base_path, file_slice, opts)
+    scan_ms = int((time.monotonic() - scan_start) * 1000)
+    new = BaseFile(file_slice.file_id, str(task["write_token"]), instant_time)
+    WriteMarkers(fileio, table.paths, instant_time).create(
+        file_slice.partition_path, new.name, IOType.MERGE if file_slice.base_file else IOType.CREATE
+    )
+    idx = merged.schema.get_field_index("_hoodie_file_name")
+    merged = merged.set_column(
+        idx, merged.schema.field(idx), pa.array([new.name] * merged.num_rows, pa.string())
+    )
+    path = join(table.base_path, file_slice.partition_path, new.name)
+    avro = json.loads(task["avro_schema"])
+    if os.environ.get(CRASH_ENV) == "compaction.task_mid_write":
+        with fileio.open_output(path) as half:  # a torn file, as a killed writer leaves one
+            half.write(b"PAR1" + b"\0" * 64)
+        crash_point("compaction.task_mid_write")
+    result = write_base_file(fileio, path, merged, avro, compression=str(task.get("compression", "gzip")))
+    crash_point("compaction.task_after_write")
+    log_keys = info.all_log_keys()
+    base_keys = info.base_keys if info.base_keys is not None else pa.array([], pa.string())
+    out_keys = merged["_hoodie_record_key"].combine_chunks().cast(pa.string())
+    updated = int(
+        pc.sum(
+            pc.and_(pc.is_in(out_keys, value_set=base_keys), pc.is_in(out_keys, value_set=log_keys))
+        ).as_py()
+        or 0
+    )
+    surviving_base = int(pc.sum(pc.is_in(base_keys, value_set=out_keys)).as_py() or 0)
+    stat = WriteStat(
+        file_id=file_slice.file_id,
+        path=join(file_slice.partition_path, new.name),
+        prev_commit=file_slice.base_instant_time,
+        num_writes=merged.num_rows,
+        num_deletes=len(base_keys) - surviving_base,
+        num_update_writes=updated,
+        total_write_bytes=result.size,
+        total_write_errors=0,
+        partition_path=file_slice.partition_path,
+        total_log_records=info.log_records,
+        total_updated_records_compacted=len(pc.unique(log_keys)) if len(log_keys) else 0,
+        num_inserts=merged.num_rows - updated,
+        total_log_blocks=stats.total_log_blocks,
+        total_corrupt_log_block=stats.total_corrupt_blocks,
+        total_rollback_blocks=stats.total_rollback_blocks,
+        file_size_in_bytes=result.size,
+        prev_base_file=file_slice.base_file.name if file_slice.base_file else None,
+        runtime_stats=RuntimeStats(
+            total_scan_time=scan_ms,
+            total_create_time=0,
+            total_upsert_time=int((time.monotonic() - started) * 1000),
+        ),
+        total_log_files_compacted=len(file_slice.log_files),
+        total_log_read_time_ms=scan_ms,
+        total_log_size_compacted=stats.total_log_size,
+        num_updates=0,
+    )
+    return {"write_stat": stat.to_avro(), "rows": merged.num_rows, "bytes": merged.nbytes}
+
+
+def _task_schema(table: HoodieTable) -> tuple[dict[str, Any], pa.Schema, dict[str, Any]]:
+    from hoodie.schema.avro_arrow import add_meta_fields
+
+    schema_json = table.latest_schema_json()
+    if schema_json is None:
+        raise TableServiceError(f"{table.base_path} has no schema; nothing to compact")
+    return schema_json, table_schema(table), add_meta_fields(schema_json)
+
+
+def execute_compaction(ctx: ServiceContext, instant_time: str, runner: Runner) -> ExecutionResult:
+    """Run a requested (or abandoned inflight) compaction plan to completion."""
+    table = ctx.table
+    ctx.require_no_metadata_table("compaction")
+    timeline = table.reload()
+    instant = timeline.get(instant_time, Action.COMPACTION)
+    if instant is None or instant.is_completed:
+        raise TableServiceError(
+            f"{table.base_path}: no pending compaction at {instant_time} (found {instant})"
+        )
+    if instant.is_inflight:
+        recover_inflight(ctx, instant)
+        timeline = table.reload()
+    plan = table.compaction_plan(instant_time, timeline)
+    schema_json, arrow_schema, meta_avro = _task_schema(table)
+    inflight = timeline.transition_to_inflight(Instant(instant_time, Action.COMPACTION, State.REQUESTED))
+    heartbeat = Heartbeat(table.fileio, table.paths, instant_time, ctx.heartbeat).start()
+    crash_point("compaction.after_inflight")
+    try:
+        completed = timeline.reload().completed().writes()
+        first = completed.first()
+        last = completed.last()
+        base = ctx.task_base()
+        shared = {
+            **base,
+            "instant_time": instant_time,
+            "arrow_schema": arrow_schema.serialize().to_pybytes().hex(),
+            "avro_schema": json.dumps(meta_avro),
+            "completed_instants": [i.requested_time for i in completed],
+            "timeline_start": first.requested_time if first else None,
+            "latest_instant": last.requested_time if last else None,
+            "compression": ctx.options.get("hoodie.parquet.compression.codec", "gzip"),
+        }
+        tasks = [
+            {**shared, "operation": op.to_avro(), "write_token": f"{i}-0-{i}"}
+            for i, op in enumerate(plan.operations or ())
+        ]
+        results = runner.run(compact_file_group, tasks, f"compaction {instant_time} of {table.name}")
+        stats = [WriteStat.from_avro(r["write_stat"]) for r in results]
+        per_partition: dict[str, list[WriteStat]] = {}
+        for s in stats:
+            per_partition.setdefault(s.partition_path or "", []).append(s)
+        metadata = CommitMetadata(
+            partition_to_write_stats=per_partition,
+            compacted=True,
+            extra_metadata={"schema": json.dumps(schema_json, separators=(",", ":"))},
+            version=None,
+            operation_type="COMPACT",
+        )
+        crash_point("compaction.before_complete")
+        done = ctx.complete(inflight, metadata.to_bytes(table.table_version))
+        WriteMarkers(table.fileio, table.paths, instant_time).delete_all()
+    finally:
+        heartbeat.stop()
+    log.info("%s: completed compaction %s (%d file groups)", table.base_path, done, len(stats))
+    return ExecutionResult(done, stats)
+
+
+class CompactionService:
+    """Compaction as a :class:`~hoodie.services.base.TableService`."""
+
+    name = "compaction"
+
+    def schedule(self, ctx: ServiceContext, *, dry_run: bool = False) -> Scheduled | None:
+        return schedule_compaction(ctx, CompactionPolicy.from_options(ctx.options), dry_run=dry_run)
+
+    def pending(self, table: HoodieTable, timeline: ActiveTimeline) -> list[Instant]:
+        return list(timeline.pending_compaction())
+
+    def execute(self, ctx: ServiceContext, instant_time: str, runner: Runner) -> ExecutionResult:
+        return execute_compaction(ctx, instant_time, runner)
+
+
+register_service(CompactionService())

@@ -1,0 +1,166 @@
+"""Running table-service tasks on Apache Spark.
+
+The driver plans and commits; each task (one file group) is a DataFrame row holding the task as
+JSON, processed with ``mapInArrow`` — no RDD API, so the same code runs over Spark Connect. The
+task function is found on the executor by module and name, so the ``hoodie`` package must be
+importable there: installed in the executors' Python, or shipped as a zip (``ship_code``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import os
+import sys
+import tempfile
+import threading
+import zipfile
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import SparkSession
+
+from hoodie.services.base import Progress, Task, TaskFunction, TaskResult
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MASTER = "local[*]"
+_INDEX = "__task_index"
+
+
+def spark_session(
+    master: str | None = None, conf: Mapping[str, str] | None = None, app_name: str = "hts"
+) -> SparkSession:
+    """A SparkSession for ``master``: ``local[*]``, ``spark://``, ``k8s://`` or ``sc://`` (Spark Connect)."""
+    master = master or os.environ.get("HTS_SPARK_MASTER") or DEFAULT_MASTER
+    # Python workers must run this interpreter (it has pyarrow and the project installed).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    if master.startswith("sc://"):
+        return SparkSession.builder.remote(master).appName(app_name).getOrCreate()
+    builder = (
+        SparkSession.builder.master(master)
+        .appName(app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "8")
+        .config("spark.pyspark.python", sys.executable)
+        .config("spark.pyspark.driver.python", sys.executable)
+    )
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
+
+
+def package_zip(target_dir: str | None = None) -> str:
+    """A zip of the ``hoodie`` and ``jobs`` packages, for executors without the project installed."""
+    root = Path(__file__).resolve().parents[1]
+    out = Path(target_dir or tempfile.mkdtemp(prefix="hts-pyfiles-")) / "hts_code.zip"
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
+        for package in ("hoodie", "jobs"):
+            for path in (root / package).rglob("*"):
+                if path.is_file() and "__pycache__" not in path.parts:
+                    zf.write(path, path.relative_to(root))
+    return str(out)
+
+
+def _is_connect(spark: SparkSession) -> bool:
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def _apply(module: str, name: str) -> Any:
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        fn = getattr(importlib.import_module(module), name)
+        for batch in batches:
+            results = []
+            for text in batch.column(0).to_pylist():
+                task = json.loads(text)
+                result = fn(task)
+                result[_INDEX] = task[_INDEX]
+                results.append(json.dumps(result))
+            yield pa.RecordBatch.from_pydict({"result": pa.array(results, pa.string())})
+
+    return run
+
+
+@dataclass
+class SparkRunner:
+    """Runs task functions as Spark tasks, one partition per task; reports progress while it runs."""
+
+    spark: SparkSession
+    progress: Progress | None = None
+    ship_code: bool = False
+    _shipped: bool = field(default=False, init=False)
+
+    def _ship(self) -> None:
+        if self._shipped or not self.ship_code:
+            return
+        path = package_zip()
+        if _is_connect(self.spark):
+            self.spark.addArtifacts(path, pyfile=True)
+        else:
+            self.spark.sparkContext.addPyFile(path)
+        self._shipped = True
+
+    def run(self, fn: TaskFunction, tasks: Sequence[Task], description: str) -> list[TaskResult]:
+        if not tasks:
+            return []
+        self._ship()
+        rows = [(json.dumps({**t, _INDEX: i}),) for i, t in enumerate(tasks)]
+        df = self.spark.createDataFrame(rows, "task string").repartition(len(rows))
+        mapped = df.mapInArrow(_apply(fn.__module__, fn.__qualname__), "result string")
+        watcher = _ProgressWatcher(self.spark, len(rows), description, self.progress)
+        watcher.start()
+        try:
+            if not _is_connect(self.spark):
+                self.spark.sparkContext.setJobDescription(description)
+            collected = mapped.collect()
+        finally:
+            watcher.stop()
+        results = [json.loads(r[0]) for r in collected]
+        results.sort(key=lambda r: r.pop(_INDEX))
+        if self.progress is not None:
+            self.progress(len(results), len(rows))
+        return results
+
+
+class _ProgressWatcher:
+    """Logs stage progress (tasks done of total, i.e. file groups) while a job runs."""
+
+    def __init__(self, spark: SparkSession, total: int, description: str, progress: Progress | None) -> None:
+        self.spark = spark
+        self.total = total
+        self.description = description
+        self.progress = progress
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if _is_connect(self.spark):
+            return
+        self._thread = threading.Thread(target=self._run, daemon=True, name="hts-spark-progress")
+        self._thread.start()
+
+    def _run(self) -> None:
+        tracker = self.spark.sparkContext.statusTracker()
+        last = -1
+        while not self._stop.wait(1.0):
+            done = 0
+            for stage_id in tracker.getActiveStageIds():
+                info = tracker.getStageInfo(stage_id)
+                if info is not None and info.numTasks == self.total:
+                    done = max(done, info.numCompletedTasks)
+            if done != last:
+                last = done
+                log.info("%s: %d/%d file groups done", self.description, done, self.total)
+                if self.progress is not None:
+                    self.progress(done, self.total)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
