@@ -34,6 +34,7 @@ from hoodie.schema.avro_arrow import add_meta_fields, avro_to_arrow_schema
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.timeline import ActiveTimeline
+from hoodie.transaction.heartbeat import Heartbeat, HeartbeatConfig
 from hoodie.transaction.lock import InProcessLockProvider, LockProvider, locked
 from hoodie.transaction.time_generator import TimeSource, WaitBasedTimeGenerator
 from hoodie.write.handles import WriteContext, append_to_log, create_base_file, merge_into_base
@@ -104,8 +105,10 @@ class HoodieWriter:
         lock: LockProvider | None = None,
         time_source: TimeSource | None = None,
         write_props: dict[str, str] | None = None,
+        heartbeat: HeartbeatConfig | None = None,
     ) -> None:
         self.table = table
+        self.heartbeat = heartbeat or HeartbeatConfig()
         self.options = options or WriteOptions()
         self.lock = lock or InProcessLockProvider(table.base_path)
         self.time_source = time_source or WaitBasedTimeGenerator(self.lock, table.tz)
@@ -179,6 +182,9 @@ class HoodieWriter:
             if action is Action.REPLACE_COMMIT
             else b""
         )
+        # The heartbeat tells other processes this write is alive; if we die, it expires and a
+        # rollback (ours or Apache Hudi's lazy cleaning of failed writes) removes what we wrote.
+        heartbeat = Heartbeat(table.fileio, table.paths, instant_time, self.heartbeat).start()
         timeline.create_requested(requested, requested_payload)
         try:
             inflight = timeline.transition_to_inflight(
@@ -189,8 +195,10 @@ class HoodieWriter:
             done = self._complete(timeline, inflight, metadata, stats, replaced, instant_time)
         except BaseException:
             self._abort(timeline, instant_time, markers)
+            heartbeat.stop()
             raise
         markers.delete_all()
+        heartbeat.stop()
         log.info("%s: committed %s %s (%d files)", table.base_path, operation.value, done, len(stats))
         return WriteResult(done, operation, stats, replaced)
 
