@@ -131,6 +131,48 @@ def cmd_timeline(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_service(args: argparse.Namespace) -> int:
+    from jobs import run as jobs_run
+
+    options = _options(args.option)
+    if args.command == "schedule":
+        summary = jobs_run.schedule(args.service, args.table, options, dry_run=args.dry_run)
+    elif args.command == "execute":
+        summary = jobs_run.execute(
+            args.service,
+            args.table,
+            options,
+            instant=args.instant,
+            dry_run=args.dry_run,
+            spark_master=args.spark_master,
+        )
+    else:
+        if args.instant:
+            raise UsageError("hts run plans a new instant; use hts execute --instant to run an existing one")
+        summary = jobs_run.run(
+            args.service, args.table, options, dry_run=args.dry_run, spark_master=args.spark_master
+        )
+    if args.dry_run or args.json:
+        print(json.dumps(summary.as_json(), indent=2, default=str))
+        return 0
+    if args.command in ("schedule", "run"):
+        if summary.scheduled:
+            print(f"scheduled {args.service} {summary.scheduled} ({summary.reason})")
+        else:
+            print(f"nothing to schedule for {args.service}")
+    for result in summary.executed:
+        print(
+            f"completed {args.service} {result.instant.requested_time} -> "
+            f"{result.instant.completion_time or '-'} "
+            f"({len(result.write_stats)} file(s) written)"
+        )
+    for ts, why in summary.skipped.items():
+        print(f"skipped {args.service} {ts}: {why}", file=sys.stderr)
+    if args.command == "execute" and not summary.executed and not summary.skipped:
+        print(f"no pending {args.service} instants")
+    return 0
+
+
 def cmd_quickstart(args: argparse.Namespace) -> int:
     from service.quickstart import run_quickstart
 
@@ -175,6 +217,37 @@ def build_parser() -> argparse.ArgumentParser:
     timeline.add_argument("table", help="table base path or URI")
     timeline.add_argument("--json", action="store_true", help="print JSON")
     timeline.set_defaults(func=cmd_timeline)
+
+    services = (
+        "compaction",
+        "logcompaction",
+        "clustering",
+        "clean",
+        "archival",
+        "rollback",
+        "savepoint",
+        "restore",
+    )
+    verbs = {
+        "schedule": "write a table-service plan (REQUESTED instant)",
+        "execute": "run REQUESTED instants and recover abandoned INFLIGHT ones",
+        "run": "schedule, then execute",
+    }
+    for verb, help_text in verbs.items():
+        p = sub.add_parser(verb, help=help_text)
+        p.add_argument("service", choices=services)
+        p.add_argument("table", help="table base path or URI")
+        p.add_argument("--instant", help="the instant to execute (default: every pending one)")
+        p.add_argument("--dry-run", action="store_true", help="print the plan as JSON; write nothing")
+        p.add_argument(
+            "--option", action="append", default=[], metavar="KEY=VALUE", help="Hudi config (repeatable)"
+        )
+        p.add_argument(
+            "--spark-master",
+            help="local[*] (default), spark://host:7077, k8s://https://..., sc://host:15002, or in-process",
+        )
+        p.add_argument("--json", action="store_true", help="print a JSON summary")
+        p.set_defaults(func=cmd_service)
 
     quick = sub.add_parser(
         "quickstart", help="write a demo MERGE_ON_READ table, upsert into it, read it back"

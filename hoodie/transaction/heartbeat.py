@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from hoodie.io.fileio import FileIO, join
@@ -27,6 +28,24 @@ class HeartbeatConfig:
     @property
     def expiry_ms(self) -> int:
         return self.interval_ms * self.tolerable_misses
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, str]) -> HeartbeatConfig:
+        """From Hudi's ``hoodie.client.heartbeat.interval_in_ms`` and ``.tolerable.misses``."""
+        values = []
+        for key, default in (
+            ("hoodie.client.heartbeat.interval_in_ms", DEFAULT_INTERVAL_MS),
+            ("hoodie.client.heartbeat.tolerable.misses", DEFAULT_TOLERABLE_MISSES),
+        ):
+            raw = options.get(key)
+            try:
+                value = default if raw is None else int(raw)
+            except ValueError as e:
+                raise ValueError(f"{key}={raw!r} is not a whole number") from e
+            if value <= 0:
+                raise ValueError(f"{key}={value} must be positive")
+            values.append(value)
+        return cls(values[0], values[1])
 
 
 def heartbeat_path(paths: TablePaths, instant_time: str) -> str:

@@ -152,3 +152,26 @@ def test_installed_console_script_runs_the_quickstart(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "Snapshot read (base files merged with log files) (7 rows)" in done.stdout
     assert (tmp_path / "trips" / ".hoodie" / "hoodie.properties").is_file()
+
+
+def test_service_dry_run_prints_the_plan_and_writes_nothing(
+    table_copy: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = table_copy("sample_table/mor/parquet/v6_nonpartitioned")
+    before = sorted(str(p) for p in path.rglob("*"))
+    assert main(["run", "compaction", str(path), "--dry-run"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["scheduled"] is None
+    (plan,) = printed["plans"]
+    assert plan["version"] == 2 and plan["operations"][0]["deltaFilePaths"]
+    assert sorted(str(p) for p in path.rglob("*")) == before
+
+
+def test_services_refuse_tables_with_a_metadata_table(
+    table_copy: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = table_copy("quickstart_trips_table/mor/avro/v8_trips_8i3u1d")
+    before = sorted(str(p) for p in path.rglob("*"))
+    assert main(["run", "compaction", str(path), "--spark-master", "in-process"]) == 2
+    assert "has a metadata table" in capsys.readouterr().err
+    assert sorted(str(p) for p in path.rglob("*")) == before

@@ -1,0 +1,158 @@
+"""Crash safety: an execution killed at any step leaves a table that reads the same; the next
+``execute`` rolls back the partial attempt and completes it; no orphan files remain.
+
+The executor runs as ``hts execute`` in a subprocess that ``HTS_CRASH_AT`` kills (os._exit) at a
+named point: after the instant went inflight, in the middle of writing a data file, after
+writing a file, and right before completing. Heartbeats beat every 100 ms in these tests, so the
+dead attempt counts as abandoned a moment later.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from hoodie.config.table_config import TableType, TableVersion
+from hoodie.read.reader import TableReader
+from hoodie.table import HoodieTable
+from hoodie.timeline.instant import Action
+from hoodie.write.create import create_table
+from hoodie.write.writer import HoodieWriter
+from tests.conftest import hudi_rs_rows
+
+SCHEMA = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("p", pa.string())])
+FAST_HEARTBEAT = [
+    "--option",
+    "hoodie.client.heartbeat.interval_in_ms=100",
+    "--option",
+    "hoodie.client.heartbeat.tolerable.misses=1",
+]
+
+
+def _table(path: Path, version: TableVersion) -> None:
+    table = create_table(
+        str(path),
+        table_name="t",
+        table_type=TableType.MERGE_ON_READ,
+        schema=SCHEMA,
+        record_key_fields=["id"],
+        partition_fields=["p"],
+        ordering_fields=["ts"],
+        table_version=version,
+    )
+    writer = HoodieWriter(table)
+    writer.insert(
+        pa.table(
+            {"id": [f"k{i}" for i in range(40)], "ts": [1] * 40, "p": [f"p{i % 4}" for i in range(40)]},
+            schema=SCHEMA,
+        )
+    )
+    writer.upsert(
+        pa.table(
+            {
+                "id": [f"k{i}" for i in range(0, 40, 3)],
+                "ts": [2] * 14,
+                "p": [f"p{i % 4}" for i in range(0, 40, 3)],
+            },
+            schema=SCHEMA,
+        )
+    )
+
+
+def _hts(*args: str, crash_at: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env.pop("HTS_CRASH_AT", None)
+    if crash_at:
+        env["HTS_CRASH_AT"] = crash_at
+    return subprocess.run(
+        [sys.executable, "-m", "service.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+
+
+def _data_files(path: Path) -> set[str]:
+    return {str(p.relative_to(path)) for p in path.rglob("*") if p.is_file() and ".hoodie" not in p.parts}
+
+
+def _rows(path: Path) -> list[str]:
+    data = TableReader(HoodieTable.open(str(path))).snapshot()
+    return sorted(str(r) for r in data.drop_columns(["_hoodie_file_name"]).to_pylist())
+
+
+@pytest.mark.parametrize("version", [TableVersion.SIX, TableVersion.EIGHT])
+@pytest.mark.parametrize(
+    "crash_at",
+    [
+        "compaction.after_inflight",
+        "compaction.task_mid_write",
+        "compaction.task_after_write",
+        "compaction.before_complete",
+    ],
+)
+def test_killed_compaction_recovers(tmp_path: Path, crash_at: str, version: TableVersion) -> None:
+    path = tmp_path / "t"
+    _table(path, version)
+    before_rows = _rows(path)
+    before_rs = hudi_rs_rows(path)
+    before_files = _data_files(path)
+    scheduled = _hts("schedule", "compaction", str(path))
+    assert scheduled.returncode == 0, scheduled.stderr
+    ts = scheduled.stdout.split()[2]
+
+    killed = _hts(
+        "execute", "compaction", str(path), "--spark-master", "in-process", *FAST_HEARTBEAT, crash_at=crash_at
+    )
+    assert killed.returncode == 97, killed.stderr
+    table = HoodieTable.open(str(path))
+    instant = table.timeline.get(ts, Action.COMPACTION)
+    assert instant is not None and not instant.is_completed
+    # The dead attempt is invisible to readers.
+    assert _rows(path) == before_rows
+    assert hudi_rs_rows(path) == before_rs
+
+    time.sleep(0.3)  # let the dead attempt's heartbeat expire
+    resumed = _hts("execute", "compaction", str(path), "--spark-master", "in-process", *FAST_HEARTBEAT)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"completed compaction {ts}" in resumed.stdout
+
+    table = HoodieTable.open(str(path))
+    done = table.timeline.get(ts)
+    assert done is not None and done.is_completed
+    assert _rows(path) == before_rows
+    assert hudi_rs_rows(path) == before_rs
+    # No orphans: the only new data files are the ones the completed commit lists.
+    written = {s.path for s in table.commit_metadata(done).write_stats()}
+    assert _data_files(path) - before_files == written
+    assert not (path / ".hoodie" / ".temp" / ts).exists()
+
+
+def test_a_live_attempt_is_not_rolled_back(tmp_path: Path, capsys: Any) -> None:
+    path = tmp_path / "t"
+    _table(path, TableVersion.EIGHT)
+    ts = _hts("schedule", "compaction", str(path)).stdout.split()[2]
+    killed = _hts(
+        "execute",
+        "compaction",
+        str(path),
+        "--spark-master",
+        "in-process",
+        crash_at="compaction.before_complete",
+    )
+    assert killed.returncode == 97
+    # Default heartbeat (60 s x 2): the attempt still looks alive, so execute leaves it alone.
+    again = _hts("execute", "compaction", str(path), "--spark-master", "in-process")
+    assert again.returncode == 0, again.stderr
+    assert "heartbeat is alive" in again.stderr
+    instant = HoodieTable.open(str(path)).timeline.get(ts, Action.COMPACTION)
+    assert instant is not None and instant.is_inflight
