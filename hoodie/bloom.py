@@ -36,9 +36,11 @@ from __future__ import annotations
 import base64
 import binascii
 import math
+import os
 import struct
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, TypeAlias, TypeVar
@@ -85,6 +87,9 @@ _T = TypeVar("_T", bound=np.generic)
 
 
 # ---------------------------------------------------------------- key batches
+
+
+_PARALLEL_SLICE = 262_144  # keys hashed per thread-pool task
 
 
 @dataclass(slots=True)
@@ -358,18 +363,37 @@ class BloomFilter(ABC):
         self.add_all([key])
 
     def add_all(self, keys: _Keys) -> None:
-        """Add record keys in order (for DYNAMIC_V0 the order decides which row each key fills)."""
-        for arr in _as_arrow(keys):
-            self._add_batch(_encode(arr))
+        """Add record keys in order (for DYNAMIC_V0 the order decides which row each key fills).
 
-    def _add_batch(self, batch: _KeyBatch) -> None:
-        if not len(batch):
+        Large inputs are hashed in slices on a thread pool (numpy releases the GIL); only the
+        assignment of keys to rows is sequential, and setting a bit twice is harmless.
+        """
+        pieces = [
+            arr.slice(start, _PARALLEL_SLICE)
+            for arr in _as_arrow(keys)
+            for start in range(0, max(len(arr), 1), _PARALLEL_SLICE)
+        ]
+        work = []
+        for piece in pieces:
+            batch = _encode(piece)
+            if not len(batch):
+                continue
+            empty = np.flatnonzero(batch.lengths == 0)
+            if len(empty):
+                raise InvalidInputError(f"bloom filter key #{int(empty[0])} is the empty string")
+            work.append((batch, self._assign_rows(len(batch))))
+        workers = min(len(work), os.cpu_count() or 1)
+        if workers <= 1:
+            for batch, rows in work:
+                self._set_bits(batch, rows)
             return
-        empty = np.flatnonzero(batch.lengths == 0)
-        if len(empty):
-            raise InvalidInputError(f"bloom filter key #{int(empty[0])} is the empty string")
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            for done in [pool.submit(self._set_bits, batch, rows) for batch, rows in work]:
+                done.result()
+
+    def _set_bits(self, batch: _KeyBatch, assigned: _Ints) -> None:
         stream = _stream(batch, self._hash_type, self._vector_size)
-        rows = self._assign_rows(len(batch))[stream.order]
+        rows = assigned[stream.order]
         used = np.unique(rows)
         targets: list[tuple[_Bits, _Ints | None]]
         if len(used) == 1:

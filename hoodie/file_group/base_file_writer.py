@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -52,6 +53,19 @@ class BaseFileResult:
     num_records: int
     min_record_key: str | None
     max_record_key: str | None
+
+
+def set_constant(table: pa.Table, name: str, value: str) -> pa.Table:
+    """``table`` with column ``name`` set to ``value`` on every row.
+
+    Built as a one-entry dictionary array: no per-row Python strings, and Parquet stores it as
+    the plain (dictionary-encoded) string column it would be anyway.
+    """
+    indices = pa.array(np.zeros(table.num_rows, dtype=np.int32))
+    column = pa.DictionaryArray.from_arrays(indices, pa.array([value], pa.string()), safe=False)
+    idx = table.schema.get_field_index(name)
+    field = pa.field(name, column.type, table.schema.field(idx).nullable)
+    return table.set_column(idx, field, column)
 
 
 def footer_metadata(

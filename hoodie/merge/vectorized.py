@@ -46,6 +46,18 @@ class DeleteEntries:
         return len(self.keys)
 
 
+@dataclass(slots=True)
+class MergeCounts:
+    """What one merge did, for write stats (compaction counts updates and deletes like Hudi)."""
+
+    base_rows: int = 0
+    base_replaced: int = 0
+    base_deleted: int = 0
+    log_entries: int = 0
+    log_keys: int = 0
+    log_inserts: int = 0
+
+
 @dataclass(frozen=True, slots=True)
 class MergeSpec:
     """What the vectorized merge needs to know about the table's merge configuration."""
@@ -249,7 +261,10 @@ def _dense_ranks(arrays: list[pa.Array], t: pa.DataType) -> npt.NDArray[np.int64
 
 
 def merge_slice(
-    base: pa.Table | None, batches: Sequence[pa.Table | DeleteEntries], spec: MergeSpec
+    base: pa.Table | None,
+    batches: Sequence[pa.Table | DeleteEntries],
+    spec: MergeSpec,
+    counts: MergeCounts | None = None,
 ) -> pa.Table:
     """Merge a base file's rows with a slice's log entries (``batches`` in processing order).
 
@@ -259,6 +274,8 @@ def merge_slice(
     ord_types = _ordering_types([b for b in batches if isinstance(b, pa.Table)], spec, base)
     entries, data_tables = _collect(batches, spec, ord_types)
     if not entries.keys:
+        if counts is not None and base is not None:
+            counts.base_rows = base.num_rows
         return base if base is not None else _empty_like(data_tables)
     keys = pa.concat_arrays([k.cast(pa.string()) for k in entries.keys])
     encoded = pc.dictionary_encode(keys)
@@ -308,7 +325,10 @@ def merge_slice(
                 equal &= b_ranks == lr
             sub = greater & ~is_reset[w]
             base_wins[np.nonzero(matched)[0]] = sub
-    return _assemble(base, base_codes, base_wins, winner, is_delete, data_pos, data_tables)
+    if counts is not None:
+        counts.log_entries = n
+        counts.log_keys = n_codes
+    return _assemble(base, base_codes, base_wins, winner, is_delete, data_pos, data_tables, counts)
 
 
 def _event_time_winners(
@@ -361,6 +381,7 @@ def _assemble(
     is_delete: npt.NDArray[np.bool_],
     data_pos: npt.NDArray[np.int64],
     data_tables: list[pa.Table],
+    counts: MergeCounts | None = None,
 ) -> pa.Table:
     parts: list[pa.Table] = []
     base_has = np.zeros(len(winner), dtype=bool)
@@ -378,6 +399,14 @@ def _assemble(
     emit = valid.copy()
     emit[valid] = ~is_delete[winner[valid]]
     emit &= ~base_won_code
+    if counts is not None:
+        counts.base_rows = 0 if base is None else base.num_rows
+        if base_codes is not None:
+            lost = (base_codes >= 0) & ~base_wins
+            lost_codes = base_codes[lost]
+            counts.base_deleted = int(np.count_nonzero(~emit[lost_codes]))
+            counts.base_replaced = len(lost_codes) - counts.base_deleted
+        counts.log_inserts = int(np.count_nonzero(emit & ~base_has))
     if emit.any() and data_tables:
         log_data = pa.concat_tables(data_tables) if len(data_tables) > 1 else data_tables[0]
         rows = data_pos[winner[emit]]
@@ -390,3 +419,72 @@ def _assemble(
     if len(parts) == 1:
         return parts[0]
     return pa.concat_tables(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class LogMerge:
+    """What survives when a slice's log entries are merged among themselves, without the base file.
+
+    Each key has exactly one surviving entry: a data row (``rows``), a data row flagged as a delete
+    (``deleted_rows``: ``_hoodie_is_deleted``, a delete operation or the custom marker), or a
+    delete-block entry (``deletes``, with its ordering value and wrapper class). Replaying these
+    entries in place of the logs they came from leaves every later merge (with newer logs, then
+    with the base file) exactly as it was: the merge state of a key is its surviving entry.
+    """
+
+    rows: pa.Table
+    deleted_rows: pa.Table
+    deletes: DeleteEntries
+
+
+def merge_logs_only(batches: Sequence[pa.Table | DeleteEntries], spec: MergeSpec) -> LogMerge:
+    """Merge log entries (``batches`` in processing order) among themselves: the delta merge only.
+
+    Surviving entries keep their processing order within each of the three groups.
+    """
+    data = [b for b in batches if isinstance(b, pa.Table)]
+    ord_types = _ordering_types(data, spec, None)
+    entries, data_tables = _collect(batches, spec, ord_types)
+    empty = _empty_like(data_tables)
+    if not entries.keys:
+        return LogMerge(empty, empty, DeleteEntries(pa.array([], pa.string()), [], []))
+    keys = pa.concat_arrays([k.cast(pa.string()) for k in entries.keys])
+    encoded = pc.dictionary_encode(keys)
+    codes = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+    n_codes = len(encoded.dictionary)
+    seq = np.arange(len(codes), dtype=np.int64)
+    is_delete = np.concatenate(entries.is_delete)
+    is_reset = np.concatenate(entries.is_reset)
+    is_block_delete = np.concatenate(entries.is_block_delete)
+    data_pos = np.concatenate(entries.data_pos)
+    if spec.event_time:
+        ranks = [_dense_ranks(list(entries.ordering[i]), t) for i, t in enumerate(ord_types)]
+        winner = _event_time_winners(codes, seq, is_reset, is_block_delete, ranks, n_codes)
+    else:
+        winner = np.full(n_codes, -1, dtype=np.int64)
+        np.maximum.at(winner, codes, seq)
+    won = np.sort(winner[winner >= 0])
+    from_data = won[~is_block_delete[won]]
+    from_blocks = won[is_block_delete[won]]
+    rows = deleted = empty
+    if len(from_data):
+        log_data = pa.concat_tables(data_tables) if len(data_tables) > 1 else data_tables[0]
+        flagged = is_delete[from_data]
+        rows = log_data.take(pa.array(data_pos[from_data[~flagged]]))
+        deleted = log_data.take(pa.array(data_pos[from_data[flagged]]))
+    # Ordering values of delete-block entries, indexed like ``seq``.
+    values: list[Any] = []
+    classes: list[str | None] = []
+    for batch in batches:
+        if isinstance(batch, DeleteEntries):
+            values.extend(batch.ordering_values)
+            classes.extend(batch.ordering_classes)
+        else:
+            values.extend([None] * batch.num_rows)
+            classes.extend([None] * batch.num_rows)
+    deletes = DeleteEntries(
+        keys.take(pa.array(from_blocks, pa.int64())),
+        [values[i] for i in from_blocks],
+        [classes[i] for i in from_blocks],
+    )
+    return LogMerge(rows, deleted, deletes)

@@ -19,7 +19,7 @@ from hoodie.file_group.log_reader import CorruptBlockReport
 from hoodie.io.fileio import FileIO
 from hoodie.merge.config import MergeConfig
 from hoodie.merge.records import DataEntry, DeleteEntry, LogEntry, merge_file_group
-from hoodie.merge.vectorized import DeleteEntries, MergeSpec, merge_slice, spec_for, supports
+from hoodie.merge.vectorized import DeleteEntries, MergeCounts, MergeSpec, merge_slice, spec_for, supports
 from hoodie.models.codec import load_schema
 from hoodie.read.log_scanner import InstantRange, ScanStats, scan_log_blocks
 from hoodie.schema.avro_arrow import conform, decode_avro_block_content
@@ -111,6 +111,7 @@ class SliceMergeInfo:
     base_keys: pa.Array | None = None
     log_keys: list[pa.Array] = field(default_factory=list)
     log_records: int = 0
+    counts: MergeCounts | None = None  # filled by the vectorized merge
 
     def all_log_keys(self) -> pa.Array:
         return pa.concat_arrays(self.log_keys) if self.log_keys else pa.array([], pa.string())
@@ -146,8 +147,6 @@ def read_slice(fileio: FileIO, base_path: str, file_slice: FileSlice, opts: Slic
     base_path_of_slice = file_slice.base_file_path(base_path)
     if base_path_of_slice is not None:
         base = read_parquet(fileio, base_path_of_slice, opts.schema)
-        if opts.info is not None:
-            opts.info.base_keys = base[opts.key_field].combine_chunks().cast(pa.string())
     if not file_slice.log_files:
         return base if base is not None else opts.schema.empty_table()
     blocks = scan_log_blocks(
@@ -174,12 +173,8 @@ def read_slice(fileio: FileIO, base_path: str, file_slice: FileSlice, opts: Slic
             else:
                 batches.append(decode_data_block(block, opts.schema))
         if opts.info is not None:
-            for batch in batches:
-                keys = (
-                    batch.keys if isinstance(batch, DeleteEntries) else batch[opts.key_field].combine_chunks()
-                )
-                opts.info.log_keys.append(keys.cast(pa.string()))
-                opts.info.log_records += len(keys)
+            opts.info.counts = MergeCounts()
+            return merge_slice(base, batches, opts.merge_spec, opts.info.counts)
         return merge_slice(base, batches, opts.merge_spec)
     return _merge_per_record(base, blocks, opts)
 
@@ -234,6 +229,8 @@ def _merge_per_record(base: pa.Table | None, blocks: list[LogBlock], opts: Slice
         keys = [e.key if isinstance(e, DeleteEntry) else key_of(e.row) for e in entries]
         opts.info.log_keys.append(pa.array(keys, pa.string()))
         opts.info.log_records += len(keys)
+        if base is not None:
+            opts.info.base_keys = base[opts.key_field].combine_chunks().cast(pa.string())
     base_rows = base.to_pylist() if base is not None else []
     rows = merge_file_group(base_rows, entries, ctx, key_of)
     return pa.Table.from_pylist(rows, schema=opts.schema)

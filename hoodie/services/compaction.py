@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from hoodie.errors import TableServiceError, UnsupportedTableError
 from hoodie.file_group.base_file import BaseFile
-from hoodie.file_group.base_file_writer import write_base_file
+from hoodie.file_group.base_file_writer import set_constant, write_base_file
 from hoodie.file_group.file_slice import FileSlice
 from hoodie.file_group.log_file import LogFile
 from hoodie.io.fileio import join
@@ -365,6 +365,27 @@ def _slice_of(op: CompactionOperation) -> FileSlice:
     return FileSlice(op.partition_path or "", op.file_id or "", op.base_instant_time or "", base, tuple(logs))
 
 
+def _merge_counts(info: SliceMergeInfo, merged: pa.Table) -> tuple[int, int, int, int]:
+    """(updated, deleted, log records, distinct log keys) of a slice merge, as Hudi counts them."""
+    counts = info.counts
+    if counts is not None:
+        return counts.base_replaced, counts.base_deleted, counts.log_entries, counts.log_keys
+    log_keys = info.all_log_keys()
+    if not len(log_keys):  # no log blocks applied: every row is a base row, untouched
+        return 0, 0, 0, 0
+    # The per-record merge (CUSTOM modes) reports keys, not counts: work them out.
+    base_keys = info.base_keys if info.base_keys is not None else pa.array([], pa.string())
+    out_keys = merged["_hoodie_record_key"].combine_chunks().cast(pa.string())
+    updated = pc.sum(pc.and_(pc.is_in(out_keys, value_set=base_keys), pc.is_in(out_keys, value_set=log_keys)))
+    surviving = pc.sum(pc.is_in(base_keys, value_set=out_keys))
+    return (
+        int(updated.as_py() or 0),
+        len(base_keys) - int(surviving.as_py() or 0),
+        info.log_records,
+        len(pc.unique(log_keys)),
+    )
+
+
 def compact_file_group(task: Task) -> TaskResult:
     """Executor side: compact one file slice into a new base file; returns its write stat."""
     started = time.monotonic()
@@ -404,10 +425,7 @@ def compact_file_group(task: Task) -> TaskResult:
     WriteMarkers(fileio, table.paths, instant_time).create(
         file_slice.partition_path, new.name, IOType.MERGE if file_slice.base_file else IOType.CREATE
     )
-    idx = merged.schema.get_field_index("_hoodie_file_name")
-    merged = merged.set_column(
-        idx, merged.schema.field(idx), pa.array([new.name] * merged.num_rows, pa.string())
-    )
+    merged = set_constant(merged, "_hoodie_file_name", new.name)
     path = join(table.base_path, file_slice.partition_path, new.name)
     avro = json.loads(task["avro_schema"])
     if os.environ.get(CRASH_ENV) == "compaction.task_mid_write":
@@ -416,28 +434,19 @@ def compact_file_group(task: Task) -> TaskResult:
         crash_point("compaction.task_mid_write")
     result = write_base_file(fileio, path, merged, avro, compression=str(task.get("compression", "gzip")))
     crash_point("compaction.task_after_write")
-    log_keys = info.all_log_keys()
-    base_keys = info.base_keys if info.base_keys is not None else pa.array([], pa.string())
-    out_keys = merged["_hoodie_record_key"].combine_chunks().cast(pa.string())
-    updated = int(
-        pc.sum(
-            pc.and_(pc.is_in(out_keys, value_set=base_keys), pc.is_in(out_keys, value_set=log_keys))
-        ).as_py()
-        or 0
-    )
-    surviving_base = int(pc.sum(pc.is_in(base_keys, value_set=out_keys)).as_py() or 0)
+    updated, deleted, log_records, log_keys = _merge_counts(info, merged)
     stat = WriteStat(
         file_id=file_slice.file_id,
         path=join(file_slice.partition_path, new.name),
         prev_commit=file_slice.base_instant_time,
         num_writes=merged.num_rows,
-        num_deletes=len(base_keys) - surviving_base,
+        num_deletes=deleted,
         num_update_writes=updated,
         total_write_bytes=result.size,
         total_write_errors=0,
         partition_path=file_slice.partition_path,
-        total_log_records=info.log_records,
-        total_updated_records_compacted=len(pc.unique(log_keys)) if len(log_keys) else 0,
+        total_log_records=log_records,
+        total_updated_records_compacted=log_keys,
         num_inserts=merged.num_rows - updated,
         total_log_blocks=stats.total_log_blocks,
         total_corrupt_log_block=stats.total_corrupt_blocks,
