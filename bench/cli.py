@@ -40,6 +40,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--cache-dir", type=Path, default=bench_data.DEFAULT_CACHE, help="default var/bench")
     p.add_argument("--no-memory", action="store_true", help="skip the fresh-process memory runs")
     p.add_argument("--profile", action="store_true", help="also print a stage breakdown and cProfile")
+    p.add_argument(
+        "--only",
+        choices=["read", "compaction", "clean"],
+        action="append",
+        help="run only these sections (repeatable; default: all)",
+    )
     return p.parse_args(argv)
 
 
@@ -104,6 +110,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"  FAILED  {e}")
         return 1
 
+    sections = set(args.only or ["read", "compaction", "clean"])
+    if "read" in sections:
+        read_section(args, data)
+    if "compaction" in sections:
+        compaction_section(args, data)
+    if "clean" in sections:
+        clean_section(args)
+    print(f"(benchmark wall time {time.perf_counter() - started:.0f}s)")
+    return 0
+
+
+def read_section(args: argparse.Namespace, data: bench_data.BenchData) -> None:
     names = list(READERS)
     print(f"\ntiming: best of {args.repeat}, readers interleaved, in this process (wall clock)")
     timings = time_readers(data, names, args.repeat)
@@ -117,7 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         memory = {n: measure_in_subprocess(n, data) for n in names}
         print(format_memory(memory))
 
-    print("\ntargets:")
+    print("\nread targets:")
     print(format_targets(targets(timings, memory)))
 
     if args.profile:
@@ -128,8 +146,51 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"  {seconds:7.3f}  {name}")
         print("\ncProfile of one snapshot():")
         print(cprofile_read(data))
-    print(f"(benchmark wall time {time.perf_counter() - started:.0f}s)")
-    return 0
+
+
+def compaction_section(args: argparse.Namespace, data: bench_data.BenchData) -> None:
+    from bench import compaction
+
+    scratch = args.cache_dir / "scratch"
+    print(
+        f"\ncompaction of the same file group ({data.rows:,} rows, {data.updates:,} updated in Avro "
+        f"log blocks), best of {args.repeat}, a fresh copy of the table each run, {data.compression} output:"
+    )
+    t = compaction.time_compaction(data, args.repeat, scratch)
+    rows = [
+        ("ours on Spark local[*] (net of start-up)", t.ours_spark),
+        ("ours in process", t.ours_in_process),
+        ("floor: pyarrow read + merge by key + write", t.floor),
+    ]
+    for name, runs in rows:
+        print(f"  {min(runs):7.3f}s best  ({' '.join(f'{x:.2f}' for x in runs)})  {name}")
+    targets_out = [
+        Target(
+            "compaction time ours (Spark) / floor",
+            min(t.ours_spark) / min(t.floor),
+            compaction.TARGET_VS_FLOOR,
+            "x",
+        )
+    ]
+    if not args.no_memory:
+        mem = compaction.measure_task_memory(data, scratch / "memory")
+        print(
+            f"  compaction task in a fresh process: peak RSS +{mem['peak_rss_delta'] / 1e6:,.0f} MB, "
+            f"output {mem['output_nbytes'] / 1e6:,.0f} MB Arrow ({mem['rows']:,} rows), {mem['seconds']:.2f}s"
+        )
+        targets_out.append(
+            Target(
+                "compaction task peak RSS / Arrow size of its output",
+                mem["peak_rss_delta"] / mem["output_nbytes"],
+                compaction.TARGET_MEMORY,
+                "x",
+            )
+        )
+    print(format_targets(targets_out))
+
+
+def clean_section(args: argparse.Namespace) -> None:
+    print("\nclean planning: (not measured yet)")
 
 
 def _cpus() -> int:

@@ -84,7 +84,7 @@ def time_readers(
 # -- memory: the child side ----------------------------------------------------------------------
 
 
-def _status_kb(field: str) -> int:
+def status_kb(field: str) -> int:
     with open("/proc/self/status") as f:
         for line in f:
             if line.startswith(field + ":"):
@@ -92,7 +92,7 @@ def _status_kb(field: str) -> int:
     raise RuntimeError(f"{field} not in /proc/self/status")
 
 
-def _reset_peak() -> bool:
+def reset_peak() -> bool:
     """Reset the kernel's peak RSS (VmHWM and ru_maxrss) to the current RSS, if allowed."""
     try:
         with open("/proc/self/clear_refs", "w") as f:
@@ -107,16 +107,16 @@ def measure_here(reader: str, data: BenchData) -> Memory:
     gc.collect()
     pool = pa.default_memory_pool()
     pool.release_unused()
-    _reset_peak()
-    baseline = _status_kb("VmRSS")
-    hwm_before = _status_kb("VmHWM")
+    reset_peak()
+    baseline = status_kb("VmRSS")
+    hwm_before = status_kb("VmHWM")
     pool_before = pool.bytes_allocated()
     # Arrow's pool exposes only a lifetime high-water mark; it is meaningful because the
     # child has allocated next to nothing from it before this read.
     start = time.perf_counter()
     result = READERS[reader](data)
     elapsed = time.perf_counter() - start
-    hwm = _status_kb("VmHWM")
+    hwm = status_kb("VmHWM")
     return Memory(
         reader=reader,
         baseline_rss=baseline * 1024,

@@ -161,6 +161,13 @@ def run(
     summary = schedule(service_name, table_uri, options, dry_run=dry_run, storage_options=storage_options)
     if dry_run:
         return summary
+    service = service_named(service_name)
+    ctx = _context(table_uri, options or {}, storage_options or {})
+    pending = {i.requested_time for i in service.pending(ctx.table, ctx.table.reload())}
+    if summary.scheduled is not None and summary.scheduled not in pending:
+        # A service whose plan never goes on the timeline (archival): run what was just planned.
+        summary.executed.append(service.execute(ctx, summary.scheduled, runner_factory(spark_master)()))
+        return summary
     return execute(
         service_name,
         table_uri,

@@ -85,6 +85,104 @@ def footer_metadata(
     return meta
 
 
+class BaseFileWriter:
+    """Writes a base file in parts, in row order, building Hudi's footer keys as it goes.
+
+    The bloom filter takes the record keys in the order they are written (the dynamic filter's
+    rows fill in that order) and the min/max record keys are tracked, so a compaction or clustering
+    can stream its output without holding the whole file in memory.
+    """
+
+    def __init__(
+        self,
+        fileio: FileIO,
+        path: str,
+        avro_schema: Mapping[str, Any],
+        *,
+        compression: str = "gzip",
+        bloom: BloomOptions | None = None,
+        with_key_metadata: bool = True,
+    ) -> None:
+        self.fileio = fileio
+        self.path = path
+        self.compression = compression
+        self.metadata = {
+            AVRO_SCHEMA_FOOTER: json.dumps(avro_schema, separators=(",", ":")),
+            "writer.model.name": "avro",
+        }
+        options = bloom or BloomOptions()
+        self.bloom_options = options
+        self._bloom = (
+            create_bloom_filter(options.num_entries, options.fpp, options.type_code, options.max_entries)
+            if with_key_metadata
+            else None
+        )
+        self._min: str | None = None
+        self._max: str | None = None
+        self._rows = 0
+        self._sink: Any = None
+        self._writer: pq.ParquetWriter | None = None
+
+    def write(self, table: pa.Table, row_group_rows: int = 1_000_000) -> None:
+        if table.num_rows == 0:
+            return
+        table = table.replace_schema_metadata(None)
+        if self._writer is None:
+            self._sink = self.fileio.open_output(self.path)
+            # Footer keys go in as plain key/values, as parquet-avro writes them; no ARROW:schema
+            # copy (it would repeat the bloom filter and make every footer parse slower).
+            self._writer = pq.ParquetWriter(
+                self._sink,
+                table.schema,
+                compression=self.compression,
+                use_compliant_nested_type=True,
+                store_schema=False,
+            )
+        self._writer.write_table(table, row_group_size=row_group_rows)
+        self._rows += table.num_rows
+        if self._bloom is not None and RECORD_KEY_FIELD in table.column_names:
+            keys = table[RECORD_KEY_FIELD]
+            self._bloom.add_all(keys)
+            bounds = pc.min_max(keys)
+            low, high = bounds["min"].as_py(), bounds["max"].as_py()
+            if low is not None and (self._min is None or low < self._min):
+                self._min = str(low)
+            if high is not None and (self._max is None or high > self._max):
+                self._max = str(high)
+
+    def close(self, schema: pa.Schema | None = None) -> BaseFileResult:
+        """Finish the file (an empty file needs ``schema``)."""
+        if self._writer is None:
+            if schema is None:
+                raise ValueError(f"{self.path}: nothing was written and no schema was given")
+            self._sink = self.fileio.open_output(self.path)
+            self._writer = pq.ParquetWriter(
+                self._sink,
+                schema.remove_metadata(),
+                compression=self.compression,
+                use_compliant_nested_type=True,
+                store_schema=False,
+            )
+        if self._bloom is not None and self._rows:
+            self.metadata[BLOOM_FILTER_FOOTER_KEY] = self._bloom.serialize()
+            if self.bloom_options.type_code is BloomFilterTypeCode.DYNAMIC_V0:
+                self.metadata[BLOOM_TYPE_FOOTER_KEY] = self.bloom_options.type_code.value
+            if self._min is not None and self._max is not None:
+                self.metadata[MIN_RECORD_KEY_FOOTER] = self._min
+                self.metadata[MAX_RECORD_KEY_FOOTER] = self._max
+        self._writer.add_key_value_metadata(self.metadata)
+        self._writer.close()
+        self._sink.close()
+        info = self.fileio.info(self.path)
+        return BaseFileResult(
+            self.path,
+            info.size if info is not None else 0,
+            self._rows,
+            self.metadata.get(MIN_RECORD_KEY_FOOTER),
+            self.metadata.get(MAX_RECORD_KEY_FOOTER),
+        )
+
+
 def write_base_file(
     fileio: FileIO,
     path: str,
@@ -97,36 +195,11 @@ def write_base_file(
     row_group_rows: int = 1_000_000,
 ) -> BaseFileResult:
     """Write ``table`` (meta fields included) as a new base file at ``path``."""
-    bloom = bloom or BloomOptions()
-    metadata: dict[str, str] = {}
-    keys: pa.ChunkedArray | None = None
-    if with_key_metadata and RECORD_KEY_FIELD in table.column_names:
-        keys = table[RECORD_KEY_FIELD]
-        metadata = footer_metadata(keys, avro_schema, bloom)
-    else:
-        metadata = {
-            AVRO_SCHEMA_FOOTER: json.dumps(avro_schema, separators=(",", ":")),
-            "writer.model.name": "avro",
-        }
-    table = table.replace_schema_metadata(None)
-    with fileio.open_output(path) as sink:
-        # Footer keys go in as plain key/values, as parquet-avro writes them; no ARROW:schema copy
-        # (it would repeat the bloom filter and make every footer parse slower).
-        writer = pq.ParquetWriter(
-            sink, table.schema, compression=compression, use_compliant_nested_type=True, store_schema=False
-        )
-        writer.write_table(table, row_group_size=row_group_rows)
-        writer.add_key_value_metadata(metadata)
-        writer.close()
-    info = fileio.info(path)
-    size = info.size if info is not None else 0
-    return BaseFileResult(
-        path,
-        size,
-        table.num_rows,
-        metadata.get(MIN_RECORD_KEY_FOOTER),
-        metadata.get(MAX_RECORD_KEY_FOOTER),
+    writer = BaseFileWriter(
+        fileio, path, avro_schema, compression=compression, bloom=bloom, with_key_metadata=with_key_metadata
     )
+    writer.write(table, row_group_rows)
+    return writer.close(table.schema)
 
 
 def write_partition_metadata(fileio: FileIO, base_path: str, partition_path: str, commit_time: str) -> bool:

@@ -24,6 +24,7 @@ from hoodie.file_group.base_file import BaseFile
 from hoodie.file_group.file_slice import FileGroup, FileGroupId, FileSlice
 from hoodie.file_group.log_file import LogFile
 from hoodie.io.fileio import FileIO, join
+from hoodie.timeline.instant import Action
 from hoodie.timeline.instant_time import normalize
 from hoodie.timeline.timeline import Timeline
 
@@ -108,7 +109,10 @@ class FileSystemView:
         if as_of is not None:
             visible = visible.before(as_of, inclusive=True)
         self._visible = visible
-        first_completed = writes.completed().first()
+        # Hudi's timeline starts at its first commit that is not savepointed: archival may keep a
+        # savepointed commit and archive past it, and files between the two are not "before" it.
+        savepointed = {i.requested_time for i in timeline.actions(Action.SAVEPOINT).completed()}
+        first_completed = next((i for i in writes.completed() if i.requested_time not in savepointed), None)
         self._timeline_start = normalize(first_completed.requested_time) if first_completed else None
         self._pending_compactions = {
             fg: ts

@@ -18,7 +18,7 @@ applies (Hudi's same-class rule), and is treated here as a reset.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -260,6 +260,194 @@ def _dense_ranks(arrays: list[pa.Array], t: pa.DataType) -> npt.NDArray[np.int64
     return np.asarray(ranks.to_numpy(), dtype=np.int64)
 
 
+def merge_logs(
+    batches: Sequence[pa.Table | DeleteEntries], spec: MergeSpec, ord_types: list[pa.DataType]
+) -> LogMerge | None:
+    """Merge a slice's log entries among themselves: the winning entry of every key (or None)."""
+    entries, data_tables = _collect(batches, spec, ord_types)
+    if not entries.keys:
+        return None
+    keys = pa.concat_arrays([k.cast(pa.string()) for k in entries.keys])
+    encoded = pc.dictionary_encode(keys)
+    codes = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+    n_codes = len(encoded.dictionary)
+    n = len(codes)
+    seq = np.arange(n, dtype=np.int64)
+    is_reset = np.concatenate(entries.is_reset)
+    ordering = [
+        pa.concat_arrays([a.cast(t) for a in arrays]) if arrays else pa.nulls(n, t)
+        for arrays, t in zip(entries.ordering, ord_types, strict=True)
+    ]
+    if not spec.event_time:
+        winner = np.full(n_codes, -1, dtype=np.int64)
+        np.maximum.at(winner, codes, seq)
+    else:
+        ranks = [_dense_ranks([values], t) for values, t in zip(ordering, ord_types, strict=True)]
+        winner = _event_time_winners(
+            codes, seq, is_reset, np.concatenate(entries.is_block_delete), ranks, n_codes
+        )
+    log_data = None
+    if data_tables:
+        log_data = pa.concat_tables(data_tables) if len(data_tables) > 1 else data_tables[0]
+    winner_ordering = [values.take(pa.array(winner)) for values in ordering] if spec.event_time else []
+    return LogMerge(
+        dictionary=encoded.dictionary,
+        winner=winner,
+        is_delete=np.concatenate(entries.is_delete),
+        is_reset=is_reset,
+        data_pos=np.concatenate(entries.data_pos),
+        log_data=log_data,
+        winner_ordering=winner_ordering,
+        entries=n,
+    )
+
+
+@dataclass
+class LogMerge:
+    """The result of merging a slice's log entries: per distinct key, the winning entry."""
+
+    dictionary: pa.Array  # the distinct record keys; a key's code is its position here
+    winner: npt.NDArray[np.int64]  # per code: the winning entry
+    is_delete: npt.NDArray[np.bool_]  # per entry
+    is_reset: npt.NDArray[np.bool_]  # per entry: a commit-time delete (or a delete that always applies)
+    data_pos: npt.NDArray[np.int64]  # per entry: its row in log_data, -1 for delete-block entries
+    log_data: pa.Table | None
+    winner_ordering: list[pa.Array]  # per ordering field: the winner's value, per code
+    entries: int
+
+    @property
+    def keys(self) -> int:
+        return len(self.dictionary)
+
+
+def _mask(values: pa.Array) -> npt.NDArray[np.bool_]:
+    return np.asarray(pc.fill_null(values, False).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _compare(base: pa.Array, log: pa.Array) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+    """(base > log, base == log), row-wise; nulls are Hudi's default 0 for numbers, else smallest."""
+    t = base.type
+    other = log.cast(t)
+    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
+        zero = pa.scalar(0, type=t) if not pa.types.is_decimal(t) else pa.scalar(0).cast(t)
+        left, right = pc.fill_null(base, zero), pc.fill_null(other, zero)
+        return _mask(pc.greater(left, right)), _mask(pc.equal(left, right))
+    b_null = _mask(pc.is_null(base))
+    l_null = _mask(pc.is_null(other))
+    both = ~b_null & ~l_null
+    greater = (~b_null & l_null) | (both & _mask(pc.greater(base, other)))
+    equal = (b_null & l_null) | (both & _mask(pc.equal(base, other)))
+    return greater, equal
+
+
+def _base_greater(base: list[pa.Array], log: list[pa.Array]) -> npt.NDArray[np.bool_]:
+    """Row-wise: is the base ordering value strictly greater than the log's (lexicographic)?"""
+    n = len(base[0]) if base else 0
+    greater = np.zeros(n, dtype=bool)
+    equal = np.ones(n, dtype=bool)
+    for b, lg in zip(base, log, strict=True):
+        gt, eq = _compare(b, lg)
+        greater |= equal & gt
+        equal &= eq
+    return greater
+
+
+class BaseMerger:
+    """Merges base rows, batch by batch in file order, with a slice's merged log entries.
+
+    ``merge_batch`` returns the base rows to keep (those without a log entry, and those whose
+    ordering value beats the log's under EVENT_TIME_ORDERING); ``remaining`` then returns the
+    log rows that win or have no base row. Processing the base in batches keeps memory at one
+    batch plus the logs.
+    """
+
+    def __init__(self, logs: LogMerge, spec: MergeSpec, counts: MergeCounts | None = None) -> None:
+        self.logs = logs
+        self.spec = spec
+        self.counts = counts
+        self.base_has = np.zeros(logs.keys, dtype=bool)
+        self.base_won = np.zeros(logs.keys, dtype=bool)
+        if counts is not None:
+            counts.log_entries = logs.entries
+            counts.log_keys = logs.keys
+
+    def merge_batch(self, batch: pa.Table) -> pa.Table:
+        if batch.num_rows == 0:
+            return batch
+        logs, spec = self.logs, self.spec
+        idx = pc.index_in(batch[spec.key_field].combine_chunks().cast(pa.string()), value_set=logs.dictionary)
+        codes = np.asarray(pc.fill_null(idx, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
+        matched = codes >= 0
+        wins = np.zeros(batch.num_rows, dtype=bool)
+        if spec.event_time and matched.any():
+            rows = np.nonzero(matched)[0]
+            mcodes = codes[rows]
+            base_vals = []
+            for name, values in zip(spec.ordering_fields, logs.winner_ordering, strict=True):
+                col = (
+                    batch[name].combine_chunks()
+                    if name in batch.column_names
+                    else pa.nulls(batch.num_rows, values.type)
+                )
+                base_vals.append(col.take(pa.array(rows)).cast(values.type))
+            log_vals = [values.take(pa.array(mcodes)) for values in logs.winner_ordering]
+            greater = _base_greater(base_vals, log_vals)
+            wins[rows] = greater & ~logs.is_reset[logs.winner[mcodes]]
+        self.base_has[codes[matched]] = True
+        self.base_won[codes[matched & wins]] = True
+        keep = ~matched | wins
+        if self.counts is not None:
+            self.counts.base_rows += batch.num_rows
+            lost_codes = codes[matched & ~wins]
+            deleted = int(np.count_nonzero(logs.is_delete[logs.winner[lost_codes]]))
+            self.counts.base_deleted += deleted
+            self.counts.base_replaced += len(lost_codes) - deleted
+        return batch if keep.all() else batch.filter(pa.array(keep))
+
+    def remaining(self) -> pa.Table | None:
+        """The log rows to emit: winning data entries of keys the base did not keep."""
+        logs = self.logs
+        valid = logs.winner >= 0
+        emit = valid.copy()
+        emit[valid] = ~logs.is_delete[logs.winner[valid]]
+        emit &= ~self.base_won
+        if self.counts is not None:
+            self.counts.log_inserts = int(np.count_nonzero(emit & ~self.base_has))
+        if not emit.any() or logs.log_data is None:
+            return None
+        rows = logs.data_pos[logs.winner[emit]]
+        if len(rows) == logs.log_data.num_rows and bool((rows == np.arange(len(rows))).all()):
+            return logs.log_data  # every log row wins, in order: nothing to gather
+        return logs.log_data.take(pa.array(rows))
+
+
+def iter_merge_slice(
+    base_batches: Iterable[pa.Table],
+    batches: Sequence[pa.Table | DeleteEntries],
+    spec: MergeSpec,
+    counts: MergeCounts | None = None,
+    base_schema: pa.Schema | None = None,
+) -> Iterator[pa.Table]:
+    """:func:`merge_slice` over a base file read in batches; yields the merged rows in parts."""
+    data = [b for b in batches if isinstance(b, pa.Table)]
+    ord_types = _ordering_types(data, spec, None if base_schema is None else base_schema.empty_table())
+    logs = merge_logs(batches, spec, ord_types)
+    if logs is None:
+        for batch in base_batches:
+            if counts is not None:
+                counts.base_rows += batch.num_rows
+            yield batch
+        return
+    merger = BaseMerger(logs, spec, counts)
+    for batch in base_batches:
+        kept = merger.merge_batch(batch)
+        if kept.num_rows:
+            yield kept
+    rest = merger.remaining()
+    if rest is not None and rest.num_rows:
+        yield rest
+
+
 def merge_slice(
     base: pa.Table | None,
     batches: Sequence[pa.Table | DeleteEntries],
@@ -271,64 +459,17 @@ def merge_slice(
     Data tables in ``batches`` and ``base`` must share one schema (the reader schema); the result
     has that schema: surviving base rows in file order, then log-only and winning log rows.
     """
-    ord_types = _ordering_types([b for b in batches if isinstance(b, pa.Table)], spec, base)
-    entries, data_tables = _collect(batches, spec, ord_types)
-    if not entries.keys:
-        if counts is not None and base is not None:
-            counts.base_rows = base.num_rows
-        return base if base is not None else _empty_like(data_tables)
-    keys = pa.concat_arrays([k.cast(pa.string()) for k in entries.keys])
-    encoded = pc.dictionary_encode(keys)
-    codes = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
-    dictionary = encoded.dictionary
-    n_codes = len(dictionary)
-    n = len(codes)
-    seq = np.arange(n, dtype=np.int64)
-    is_delete = np.concatenate(entries.is_delete)
-    is_reset = np.concatenate(entries.is_reset)
-    is_block_delete = np.concatenate(entries.is_block_delete)
-    data_pos = np.concatenate(entries.data_pos)
-
-    base_codes: npt.NDArray[np.int64] | None = None
-    if base is not None and base.num_rows:
-        idx = pc.index_in(base[spec.key_field].cast(pa.string()), value_set=dictionary)
-        base_codes = np.asarray(pc.fill_null(idx, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
-
-    if not spec.event_time:
-        winner = np.full(n_codes, -1, dtype=np.int64)
-        np.maximum.at(winner, codes, seq)
-        base_wins = np.zeros(0 if base_codes is None else len(base_codes), dtype=bool)
-    else:
-        ranks_all = []
-        base_rank_cols = []
-        matched = base_codes >= 0 if base_codes is not None else None
-        for f_idx, t in enumerate(ord_types):
-            arrays = list(entries.ordering[f_idx])
-            base_part: pa.Array | None = None
-            if base is not None and base_codes is not None and matched is not None:
-                name = spec.ordering_fields[f_idx]
-                col = base[name].combine_chunks() if name in base.column_names else pa.nulls(base.num_rows, t)
-                base_part = pc.filter(col.cast(t), pa.array(matched))
-                arrays.append(base_part)
-            ranks = _dense_ranks(arrays, t)
-            ranks_all.append(ranks[:n])
-            base_rank_cols.append(ranks[n:])
-        winner = _event_time_winners(codes, seq, is_reset, is_block_delete, ranks_all, n_codes)
-        base_wins = np.zeros(0 if base_codes is None else len(base_codes), dtype=bool)
-        if base_codes is not None and matched is not None and matched.any():
-            w = winner[base_codes[matched]]
-            greater = np.zeros(len(w), dtype=bool)
-            equal = np.ones(len(w), dtype=bool)
-            for log_ranks, b_ranks in zip(ranks_all, base_rank_cols, strict=True):
-                lr = log_ranks[w]
-                greater |= equal & (b_ranks > lr)
-                equal &= b_ranks == lr
-            sub = greater & ~is_reset[w]
-            base_wins[np.nonzero(matched)[0]] = sub
-    if counts is not None:
-        counts.log_entries = n
-        counts.log_keys = n_codes
-    return _assemble(base, base_codes, base_wins, winner, is_delete, data_pos, data_tables, counts)
+    parts = list(
+        iter_merge_slice(
+            [base] if base is not None else [], batches, spec, counts, None if base is None else base.schema
+        )
+    )
+    if parts:
+        return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+    if base is not None:
+        return base.slice(0, 0)
+    data = [b for b in batches if isinstance(b, pa.Table)]
+    return _empty_like(data)
 
 
 def _event_time_winners(
@@ -373,63 +514,15 @@ def _empty_like(data_tables: list[pa.Table]) -> pa.Table:
     return pa.table({})
 
 
-def _assemble(
-    base: pa.Table | None,
-    base_codes: npt.NDArray[np.int64] | None,
-    base_wins: npt.NDArray[np.bool_],
-    winner: npt.NDArray[np.int64],
-    is_delete: npt.NDArray[np.bool_],
-    data_pos: npt.NDArray[np.int64],
-    data_tables: list[pa.Table],
-    counts: MergeCounts | None = None,
-) -> pa.Table:
-    parts: list[pa.Table] = []
-    base_has = np.zeros(len(winner), dtype=bool)
-    base_won_code = np.zeros(len(winner), dtype=bool)
-    if base is not None:
-        if base_codes is None:
-            parts.append(base)
-        else:
-            keep = (base_codes < 0) | base_wins
-            matched = base_codes >= 0
-            base_has[base_codes[matched]] = True
-            base_won_code[base_codes[matched & base_wins]] = True
-            parts.append(base.filter(pa.array(keep)) if not keep.all() else base)
-    valid = winner >= 0
-    emit = valid.copy()
-    emit[valid] = ~is_delete[winner[valid]]
-    emit &= ~base_won_code
-    if counts is not None:
-        counts.base_rows = 0 if base is None else base.num_rows
-        if base_codes is not None:
-            lost = (base_codes >= 0) & ~base_wins
-            lost_codes = base_codes[lost]
-            counts.base_deleted = int(np.count_nonzero(~emit[lost_codes]))
-            counts.base_replaced = len(lost_codes) - counts.base_deleted
-        counts.log_inserts = int(np.count_nonzero(emit & ~base_has))
-    if emit.any() and data_tables:
-        log_data = pa.concat_tables(data_tables) if len(data_tables) > 1 else data_tables[0]
-        rows = data_pos[winner[emit]]
-        if len(rows) == log_data.num_rows and bool((rows == np.arange(len(rows))).all()):
-            parts.append(log_data)  # every log row wins, in order: nothing to gather
-        else:
-            parts.append(log_data.take(pa.array(rows)))
-    if not parts:
-        return _empty_like(data_tables)
-    if len(parts) == 1:
-        return parts[0]
-    return pa.concat_tables(parts)
-
-
 @dataclass(frozen=True, slots=True)
-class LogMerge:
+class LogSurvivors:
     """What survives when a slice's log entries are merged among themselves, without the base file.
 
-    Each key has exactly one surviving entry: a data row (``rows``), a data row flagged as a delete
+    Each key keeps exactly one entry: a data row (``rows``), a data row flagged as a delete
     (``deleted_rows``: ``_hoodie_is_deleted``, a delete operation or the custom marker), or a
     delete-block entry (``deletes``, with its ordering value and wrapper class). Replaying these
-    entries in place of the logs they came from leaves every later merge (with newer logs, then
-    with the base file) exactly as it was: the merge state of a key is its surviving entry.
+    in place of the logs they came from leaves every later merge (with newer logs, then with the
+    base file) as it was: a key's merge state is its surviving entry. Log compaction writes them.
     """
 
     rows: pa.Table
@@ -437,54 +530,43 @@ class LogMerge:
     deletes: DeleteEntries
 
 
-def merge_logs_only(batches: Sequence[pa.Table | DeleteEntries], spec: MergeSpec) -> LogMerge:
+def merge_logs_only(
+    batches: Sequence[pa.Table | DeleteEntries], spec: MergeSpec, schema: pa.Schema | None = None
+) -> LogSurvivors:
     """Merge log entries (``batches`` in processing order) among themselves: the delta merge only.
 
-    Surviving entries keep their processing order within each of the three groups.
+    ``schema`` is the data tables' schema; give it so that the ordering field's type is known
+    when the logs hold only deletes. Survivors keep their processing order within each group.
     """
     data = [b for b in batches if isinstance(b, pa.Table)]
-    ord_types = _ordering_types(data, spec, None)
-    entries, data_tables = _collect(batches, spec, ord_types)
-    empty = _empty_like(data_tables)
-    if not entries.keys:
-        return LogMerge(empty, empty, DeleteEntries(pa.array([], pa.string()), [], []))
-    keys = pa.concat_arrays([k.cast(pa.string()) for k in entries.keys])
-    encoded = pc.dictionary_encode(keys)
-    codes = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
-    n_codes = len(encoded.dictionary)
-    seq = np.arange(len(codes), dtype=np.int64)
-    is_delete = np.concatenate(entries.is_delete)
-    is_reset = np.concatenate(entries.is_reset)
-    is_block_delete = np.concatenate(entries.is_block_delete)
-    data_pos = np.concatenate(entries.data_pos)
-    if spec.event_time:
-        ranks = [_dense_ranks(list(entries.ordering[i]), t) for i, t in enumerate(ord_types)]
-        winner = _event_time_winners(codes, seq, is_reset, is_block_delete, ranks, n_codes)
-    else:
-        winner = np.full(n_codes, -1, dtype=np.int64)
-        np.maximum.at(winner, codes, seq)
-    won = np.sort(winner[winner >= 0])
-    from_data = won[~is_block_delete[won]]
-    from_blocks = won[is_block_delete[won]]
-    rows = deleted = empty
-    if len(from_data):
-        log_data = pa.concat_tables(data_tables) if len(data_tables) > 1 else data_tables[0]
-        flagged = is_delete[from_data]
-        rows = log_data.take(pa.array(data_pos[from_data[~flagged]]))
-        deleted = log_data.take(pa.array(data_pos[from_data[flagged]]))
-    # Ordering values of delete-block entries, indexed like ``seq``.
+    typed = schema.empty_table() if schema is not None else None
+    logs = merge_logs(batches, spec, _ordering_types(data, spec, typed))
+    empty = typed if typed is not None else _empty_like(data)
+    if logs is None:
+        return LogSurvivors(empty, empty, DeleteEntries(pa.array([], pa.string()), [], []))
+    codes = np.nonzero(logs.winner >= 0)[0]
+    codes = codes[np.argsort(logs.winner[codes], kind="stable")]
+    won = logs.winner[codes]
+    pos = logs.data_pos[won]
+    from_data = pos >= 0
+    flagged = from_data & logs.is_delete[won]
+
+    def rows_at(mask: npt.NDArray[np.bool_]) -> pa.Table:
+        if logs.log_data is None:
+            return empty
+        return logs.log_data.take(pa.array(pos[mask], pa.int64()))
+
+    # Ordering values and wrapper classes of delete-block entries, indexed like the entries.
     values: list[Any] = []
     classes: list[str | None] = []
     for batch in batches:
-        if isinstance(batch, DeleteEntries):
-            values.extend(batch.ordering_values)
-            classes.extend(batch.ordering_classes)
-        else:
-            values.extend([None] * batch.num_rows)
-            classes.extend([None] * batch.num_rows)
+        n = len(batch) if isinstance(batch, DeleteEntries) else batch.num_rows
+        values.extend(batch.ordering_values if isinstance(batch, DeleteEntries) else [None] * n)
+        classes.extend(batch.ordering_classes if isinstance(batch, DeleteEntries) else [None] * n)
+    entries = won[~from_data]
     deletes = DeleteEntries(
-        keys.take(pa.array(from_blocks, pa.int64())),
-        [values[i] for i in from_blocks],
-        [classes[i] for i in from_blocks],
+        logs.dictionary.take(pa.array(codes[~from_data], pa.int64())).cast(pa.string()),
+        [values[i] for i in entries],
+        [classes[i] for i in entries],
     )
-    return LogMerge(rows, deleted, deletes)
+    return LogSurvivors(rows_at(from_data & ~flagged), rows_at(flagged), deletes)

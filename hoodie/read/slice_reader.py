@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +19,14 @@ from hoodie.file_group.log_reader import CorruptBlockReport
 from hoodie.io.fileio import FileIO
 from hoodie.merge.config import MergeConfig
 from hoodie.merge.records import DataEntry, DeleteEntry, LogEntry, merge_file_group
-from hoodie.merge.vectorized import DeleteEntries, MergeCounts, MergeSpec, merge_slice, spec_for, supports
+from hoodie.merge.vectorized import (
+    DeleteEntries,
+    MergeCounts,
+    MergeSpec,
+    iter_merge_slice,
+    spec_for,
+    supports,
+)
 from hoodie.models.codec import load_schema
 from hoodie.read.log_scanner import InstantRange, ScanStats, scan_log_blocks
 from hoodie.schema.avro_arrow import conform, decode_avro_block_content
@@ -42,6 +49,21 @@ def project_table(table: pa.Table, schema: pa.Schema, where: str) -> pa.Table:
         else:
             arrays.append(pa.nulls(table.num_rows, f.type))
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+BASE_BATCH_ROWS = 262_144
+
+
+def iter_parquet(
+    fileio: FileIO, path: str, schema: pa.Schema, batch_rows: int = BASE_BATCH_ROWS
+) -> Iterator[pa.Table]:
+    """A Parquet base file, projected onto ``schema``, in batches of about ``batch_rows`` rows."""
+    with fileio.open_input(path) as f:
+        pf = pq.ParquetFile(f)
+        available = set(pf.schema_arrow.names)
+        present = [n for n in schema.names if n in available]
+        for batch in pf.iter_batches(batch_size=batch_rows, columns=present, use_threads=True):
+            yield project_table(pa.Table.from_batches([batch]), schema, path)
 
 
 def read_parquet(fileio: FileIO, path: str, schema: pa.Schema) -> pa.Table:
@@ -143,12 +165,22 @@ class SliceReadOptions:
 
 def read_slice(fileio: FileIO, base_path: str, file_slice: FileSlice, opts: SliceReadOptions) -> pa.Table:
     """Merge one slice's base file and log blocks into rows of ``opts.schema``."""
-    base: pa.Table | None = None
-    base_path_of_slice = file_slice.base_file_path(base_path)
-    if base_path_of_slice is not None:
-        base = read_parquet(fileio, base_path_of_slice, opts.schema)
+    parts = list(iter_read_slice(fileio, base_path, file_slice, opts))
+    if not parts:
+        return opts.schema.empty_table()
+    return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+
+
+def iter_read_slice(
+    fileio: FileIO, base_path: str, file_slice: FileSlice, opts: SliceReadOptions
+) -> Iterator[pa.Table]:
+    """The merged rows of one slice in parts: the base file streams through the merge in batches,
+    so memory holds one batch of it plus the decoded log blocks."""
+    base_file = file_slice.base_file_path(base_path)
+    base_batches: Iterable[pa.Table] = iter_parquet(fileio, base_file, opts.schema) if base_file else ()
     if not file_slice.log_files:
-        return base if base is not None else opts.schema.empty_table()
+        yield from base_batches
+        return
     blocks = scan_log_blocks(
         fileio,
         base_path,
@@ -160,7 +192,8 @@ def read_slice(fileio: FileIO, base_path: str, file_slice: FileSlice, opts: Slic
         stats=opts.stats,
     )
     if not blocks:
-        return base if base is not None else opts.schema.empty_table()
+        yield from base_batches
+        return
     partial = any(b.is_partial for b in blocks)
     if opts.vectorized and not partial:
         batches: list[pa.Table | DeleteEntries] = []
@@ -172,11 +205,14 @@ def read_slice(fileio: FileIO, base_path: str, file_slice: FileSlice, opts: Slic
                 )
             else:
                 batches.append(decode_data_block(block, opts.schema))
+        counts = None
         if opts.info is not None:
-            opts.info.counts = MergeCounts()
-            return merge_slice(base, batches, opts.merge_spec, opts.info.counts)
-        return merge_slice(base, batches, opts.merge_spec)
-    return _merge_per_record(base, blocks, opts)
+            counts = opts.info.counts = MergeCounts()
+        yield from iter_merge_slice(base_batches, batches, opts.merge_spec, counts, opts.schema)
+        return
+    base_parts = list(base_batches)
+    base = pa.concat_tables(base_parts) if base_parts else None
+    yield _merge_per_record(base, blocks, opts)
 
 
 def decode_data_block(block: LogBlock, schema: pa.Schema) -> pa.Table:

@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from hoodie.errors import TableServiceError, UnsupportedTableError
 from hoodie.file_group.base_file import BaseFile
-from hoodie.file_group.base_file_writer import set_constant, write_base_file
+from hoodie.file_group.base_file_writer import BaseFileWriter, set_constant
 from hoodie.file_group.file_slice import FileSlice
 from hoodie.file_group.log_file import LogFile
 from hoodie.io.fileio import join
@@ -34,7 +34,7 @@ from hoodie.models.commit import CommitMetadata, RuntimeStats, WriteStat
 from hoodie.models.compaction import CompactionOperation, CompactionPlan
 from hoodie.read.log_scanner import ScanStats
 from hoodie.read.reader import table_schema
-from hoodie.read.slice_reader import SliceMergeInfo, SliceReadOptions, read_slice
+from hoodie.read.slice_reader import SliceMergeInfo, SliceReadOptions, iter_read_slice
 from hoodie.services.base import (
     CRASH_ENV,
     ExecutionResult,
@@ -365,7 +365,7 @@ def _slice_of(op: CompactionOperation) -> FileSlice:
     return FileSlice(op.partition_path or "", op.file_id or "", op.base_instant_time or "", base, tuple(logs))
 
 
-def _merge_counts(info: SliceMergeInfo, merged: pa.Table) -> tuple[int, int, int, int]:
+def _merge_counts(info: SliceMergeInfo, out_keys: pa.ChunkedArray | None) -> tuple[int, int, int, int]:
     """(updated, deleted, log records, distinct log keys) of a slice merge, as Hudi counts them."""
     counts = info.counts
     if counts is not None:
@@ -375,9 +375,11 @@ def _merge_counts(info: SliceMergeInfo, merged: pa.Table) -> tuple[int, int, int
         return 0, 0, 0, 0
     # The per-record merge (CUSTOM modes) reports keys, not counts: work them out.
     base_keys = info.base_keys if info.base_keys is not None else pa.array([], pa.string())
-    out_keys = merged["_hoodie_record_key"].combine_chunks().cast(pa.string())
-    updated = pc.sum(pc.and_(pc.is_in(out_keys, value_set=base_keys), pc.is_in(out_keys, value_set=log_keys)))
-    surviving = pc.sum(pc.is_in(base_keys, value_set=out_keys))
+    written = (
+        out_keys.combine_chunks().cast(pa.string()) if out_keys is not None else pa.array([], pa.string())
+    )
+    updated = pc.sum(pc.and_(pc.is_in(written, value_set=base_keys), pc.is_in(written, value_set=log_keys)))
+    surviving = pc.sum(pc.is_in(base_keys, value_set=written))
     return (
         int(updated.as_py() or 0),
         len(base_keys) - int(surviving.as_py() or 0),
@@ -419,27 +421,37 @@ def compact_file_group(task: Task) -> TaskResult:
         info=info,
     )
     scan_start = time.monotonic()
-    merged = read_slice(fileio, table.base_path, file_slice, opts)
-    scan_ms = int((time.monotonic() - scan_start) * 1000)
     new = BaseFile(file_slice.file_id, str(task["write_token"]), instant_time)
     WriteMarkers(fileio, table.paths, instant_time).create(
         file_slice.partition_path, new.name, IOType.MERGE if file_slice.base_file else IOType.CREATE
     )
-    merged = set_constant(merged, "_hoodie_file_name", new.name)
     path = join(table.base_path, file_slice.partition_path, new.name)
     avro = json.loads(task["avro_schema"])
     if os.environ.get(CRASH_ENV) == "compaction.task_mid_write":
         with fileio.open_output(path) as half:  # a torn file, as a killed writer leaves one
             half.write(b"PAR1" + b"\0" * 64)
         crash_point("compaction.task_mid_write")
-    result = write_base_file(fileio, path, merged, avro, compression=str(task.get("compression", "gzip")))
+    # The merged slice streams into the new base file part by part (memory: one part and the logs).
+    writer = BaseFileWriter(fileio, path, avro, compression=str(task.get("compression", "gzip")))
+    rows = nbytes = 0
+    out_keys: list[pa.ChunkedArray] = []
+    for merged in iter_read_slice(fileio, table.base_path, file_slice, opts):
+        part = set_constant(merged, "_hoodie_file_name", new.name)
+        writer.write(part)
+        rows += part.num_rows
+        nbytes += part.nbytes
+        if info.counts is None:
+            out_keys.append(part["_hoodie_record_key"])
+    result = writer.close(schema)
+    scan_ms = int((time.monotonic() - scan_start) * 1000)
     crash_point("compaction.task_after_write")
-    updated, deleted, log_records, log_keys = _merge_counts(info, merged)
+    keys = pa.chunked_array([c for k in out_keys for c in k.chunks], pa.string()) if out_keys else None
+    updated, deleted, log_records, log_keys = _merge_counts(info, keys)
     stat = WriteStat(
         file_id=file_slice.file_id,
         path=join(file_slice.partition_path, new.name),
         prev_commit=file_slice.base_instant_time,
-        num_writes=merged.num_rows,
+        num_writes=rows,
         num_deletes=deleted,
         num_update_writes=updated,
         total_write_bytes=result.size,
@@ -447,7 +459,7 @@ def compact_file_group(task: Task) -> TaskResult:
         partition_path=file_slice.partition_path,
         total_log_records=log_records,
         total_updated_records_compacted=log_keys,
-        num_inserts=merged.num_rows - updated,
+        num_inserts=rows - updated,
         total_log_blocks=stats.total_log_blocks,
         total_corrupt_log_block=stats.total_corrupt_blocks,
         total_rollback_blocks=stats.total_rollback_blocks,
@@ -463,7 +475,7 @@ def compact_file_group(task: Task) -> TaskResult:
         total_log_size_compacted=stats.total_log_size,
         num_updates=0,
     )
-    return {"write_stat": stat.to_avro(), "rows": merged.num_rows, "bytes": merged.nbytes}
+    return {"write_stat": stat.to_avro(), "rows": rows, "bytes": nbytes}
 
 
 def _task_schema(table: HoodieTable) -> tuple[dict[str, Any], pa.Schema, dict[str, Any]]:
