@@ -9,6 +9,7 @@ this process.
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -90,6 +91,13 @@ def _context(
     )
 
 
+def _pending(service: Any, ctx: ServiceContext, timeline: Any) -> list[Any]:
+    """The service's pending instants; services that judge liveness get the configured heartbeat."""
+    if "heartbeat" in inspect.signature(service.pending).parameters:
+        return list(service.pending(ctx.table, timeline, heartbeat=ctx.heartbeat))
+    return list(service.pending(ctx.table, timeline))
+
+
 def schedule(
     service_name: str,
     table_uri: str,
@@ -125,7 +133,7 @@ def execute(
     ctx = _context(table_uri, options or {}, storage_options or {})
     summary = summary or RunSummary(service_name, ctx.table.base_path)
     timeline = ctx.table.reload()
-    pending = [i.requested_time for i in service.pending(ctx.table, timeline)]
+    pending = [i.requested_time for i in _pending(service, ctx, timeline)]
     if instant is not None:
         if instant not in pending:
             raise TableServiceError(
@@ -163,7 +171,7 @@ def run(
         return summary
     service = service_named(service_name)
     ctx = _context(table_uri, options or {}, storage_options or {})
-    pending = {i.requested_time for i in service.pending(ctx.table, ctx.table.reload())}
+    pending = {i.requested_time for i in _pending(service, ctx, ctx.table.reload())}
     if summary.scheduled is not None and summary.scheduled not in pending:
         # A service whose plan never goes on the timeline (archival): run what was just planned.
         summary.executed.append(service.execute(ctx, summary.scheduled, runner_factory(spark_master)()))
