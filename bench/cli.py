@@ -95,6 +95,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"python {platform.python_version()}, pyarrow {pa.__version__}, hudi-rs {hudi.__version__}, "
         f"{_cpus()} CPU(s)"
     )
+    sections = set(args.only or ["read", "compaction", "clean"])
+    if sections == {"clean"}:
+        clean_section(args)
+        print(f"(benchmark wall time {time.perf_counter() - started:.0f}s)")
+        return 0
     data = bench_data.ensure(rows, updates, cache_dir=args.cache_dir, regenerate=args.regenerate)
     groups = pq.ParquetFile(data.base_file).metadata.num_row_groups
     print(
@@ -110,7 +115,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"  FAILED  {e}")
         return 1
 
-    sections = set(args.only or ["read", "compaction", "clean"])
     if "read" in sections:
         read_section(args, data)
     if "compaction" in sections:
@@ -190,7 +194,20 @@ def compaction_section(args: argparse.Namespace, data: bench_data.BenchData) -> 
 
 
 def clean_section(args: argparse.Namespace) -> None:
-    print("\nclean planning: (not measured yet)")
+    from bench import clean
+
+    t = clean.time_clean_planning(args.cache_dir, args.repeat)
+    print(
+        f"\nclean planning (KEEP_LATEST_COMMITS, 3 retained) of a table with {t.files:,} files, "
+        f"best of {args.repeat}:"
+    )
+    print(f"  {t.listing:7.3f}s  listing every partition")
+    print(f"  {t.planning:7.3f}s  planning from that listing ({t.to_delete:,} files to delete)")
+    print(
+        format_targets(
+            [Target("clean planning / listing", t.planning / t.listing, clean.TARGET_VS_LISTING, "x")]
+        )
+    )
 
 
 def _cpus() -> int:
