@@ -1,0 +1,644 @@
+"""Log compaction of MERGE_ON_READ file slices: plan, schedule, execute — as Apache Hudi does.
+
+The minor compaction: a slice's log records are merged among themselves (never with the base
+file) into ONE new log file named with the ``logcompaction`` instant, holding a data block of the
+surviving records (their ``_hoodie_commit_time``/``_hoodie_commit_seqno`` kept) and a delete block
+of the surviving deletes (their ordering values kept; one per ordering-value type, as hudi-rs reads
+no block that mixes them). Every block carries ``COMPACTED_BLOCK_TIMES``, the instants it stands
+for, newest first. The old logs stay: readers that know the header (ours, hudi-rs, Java's
+optimized scan) skip what it covers; readers that do not re-apply each key's surviving entry,
+which is its merge state already. The plan (``T.logcompaction.requested``) is a
+``HoodieCompactionPlan`` with Hudi's ``LogCompactionExecutionHelper`` strategy; the instant
+completes as a ``LOG_COMPACT`` deltacommit.
+A delta commit requested before the instant but not covered by it would be read before merged
+records older than it, so scheduling refuses while delta commits are pending and the completing
+write re-checks that none wrote to a planned file group since. An abandoned attempt is rolled back
+together with its plan, as Hudi does; the next schedule plans its file groups again.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+import struct
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import fastavro
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from hoodie.config.table_config import RecordMergeMode
+from hoodie.errors import TableServiceError, UnsupportedTableError
+from hoodie.file_group.file_slice import FileGroupId, FileSlice
+from hoodie.file_group.log_block import BlockType, HeaderKey, LogBlock, encode_block
+from hoodie.file_group.log_file import LogFile
+from hoodie.file_group.log_writer import DELETE_BLOCK_VERSION
+from hoodie.io.fileio import join
+from hoodie.merge.config import MergeConfig, resolve_merge_config
+from hoodie.merge.vectorized import DeleteEntries, arrow_family, merge_logs_only, spec_for, supports
+from hoodie.models.codec import load_schema
+from hoodie.models.commit import CommitMetadata, RuntimeStats, WriteOperationType, WriteStat
+from hoodie.models.compaction import CompactionOperation, CompactionPlan, CompactionStrategy
+from hoodie.read.log_scanner import ScanStats, scan_log_blocks
+from hoodie.read.reader import table_schema
+from hoodie.read.slice_reader import decode_data_block, decode_delete_block
+from hoodie.schema.avro_arrow import add_meta_fields, encode_avro_block_content
+from hoodie.services.base import (
+    CRASH_ENV,
+    ExecutionResult,
+    LocalRunner,
+    Runner,
+    Scheduled,
+    ServiceContext,
+    Task,
+    TaskResult,
+    crash_point,
+    open_table_for_task,
+    register_service,
+)
+from hoodie.services.rollback import execute_rollback, schedule_rollback
+from hoodie.table import HoodieTable
+from hoodie.timeline.instant import Action, Instant, State
+from hoodie.timeline.instant_time import normalize
+from hoodie.timeline.timeline import ActiveTimeline
+from hoodie.transaction.heartbeat import Heartbeat
+from hoodie.transaction.lock import locked
+from hoodie.write.markers import IOType, WriteMarkers
+
+log = logging.getLogger(__name__)
+
+SERVICE = "logcompaction"
+COMPACTOR_CLASS = "org.apache.hudi.table.action.compact.LogCompactionExecutionHelper"
+"""``HoodieCompactionStrategy.compactorClassName`` of every log-compaction plan Hudi writes."""
+ENABLE_KEY = "hoodie.log.compaction.enable"
+THRESHOLD_KEY = "hoodie.log.compaction.blocks.threshold"
+BLOCK_FORMAT_KEY = "hoodie.logfile.data.block.format"
+SUPPORTED_TABLE_VERSIONS = (6, 8, 9)
+_MB = 1024 * 1024
+_WRAPPER_NS = "org.apache.hudi.avro.model."
+
+
+@dataclass(frozen=True)
+class LogCompactionPolicy:
+    """Which slices to log-compact: those with at least ``blocks_threshold`` log files or blocks.
+
+    Without ``hoodie.log.compaction.blocks.threshold`` (Hudi's default is 5) every slice with two
+    log files or blocks qualifies; an explicit ``hoodie.log.compaction.enable=false`` plans nothing.
+    """
+
+    blocks_threshold: int = 2
+    enabled: bool = True
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, str]) -> LogCompactionPolicy:
+        raw = options.get(THRESHOLD_KEY, "2")
+        try:
+            threshold = int(raw)
+        except ValueError as e:
+            raise TableServiceError(f"{THRESHOLD_KEY}={raw!r} is not a whole number") from e
+        if threshold < 1:
+            raise TableServiceError(f"{THRESHOLD_KEY}={raw!r} must be at least 1")
+        return cls(threshold, options.get(ENABLE_KEY, "true").strip().lower() != "false")
+
+
+# -- checks -----------------------------------------------------------------------------------
+
+
+def require_log_compactable(table: HoodieTable) -> MergeConfig:
+    """The table's merge config, or an error naming what log compaction cannot handle."""
+    where = table.base_path
+    if not table.config.is_mor:
+        raise TableServiceError(
+            f"{where} is {table.config.table_type.value}: only MERGE_ON_READ tables have logs to compact"
+        )
+    if table.table_version not in SUPPORTED_TABLE_VERSIONS:
+        raise UnsupportedTableError(
+            f"{where}: log compaction of table version {table.table_version} is not supported "
+            f"(supported: {', '.join(map(str, SUPPORTED_TABLE_VERSIONS))})"
+        )
+    if not table.config.populate_meta_fields:
+        raise UnsupportedTableError(
+            f"{where}: hoodie.populate.meta.fields=false; log compaction keeps each record's "
+            "_hoodie_commit_time and needs the meta fields"
+        )
+    merge = resolve_merge_config(table.config)
+    if not supports(merge):
+        partial = merge.partial_update_mode.value if merge.partial_update_mode else None
+        raise UnsupportedTableError(
+            f"{where}: log compaction supports COMMIT_TIME_ORDERING and EVENT_TIME_ORDERING without "
+            f"partial updates, not hoodie.record.merge.mode={merge.mode.value} "
+            f"(hoodie.table.partial.update.mode={partial})"
+        )
+    if merge.mode is RecordMergeMode.EVENT_TIME_ORDERING and len(merge.ordering_fields) > 1:
+        raise UnsupportedTableError(
+            f"{where}: log compaction supports one ordering field, not {','.join(merge.ordering_fields)}"
+        )
+    return merge
+
+
+def _check_blocks(blocks: list[LogBlock]) -> None:
+    for block in blocks:
+        if block.is_partial:
+            raise UnsupportedTableError(
+                f"{block.log_file}@{block.offset}: IS_PARTIAL log blocks cannot be log-compacted"
+            )
+
+
+# -- planning ---------------------------------------------------------------------------------
+
+
+def _operation(file_slice: FileSlice) -> CompactionOperation:
+    log_size = sum(lf.size for lf in file_slice.log_files)
+    base_size = file_slice.base_file.size if file_slice.base_file else 0
+    io_read = (base_size + log_size) // _MB
+    io_write = base_size // _MB
+    return CompactionOperation(
+        base_instant_time=file_slice.base_instant_time,
+        delta_file_paths=[lf.name for lf in file_slice.log_files],
+        data_file_path=file_slice.base_file.name if file_slice.base_file else None,
+        file_id=file_slice.file_id,
+        partition_path=file_slice.partition_path,
+        metrics={
+            "TOTAL_LOG_FILES": float(len(file_slice.log_files)),
+            "TOTAL_IO_MB": float(io_read + io_write),
+            "TOTAL_IO_READ_MB": float(io_read),
+            "TOTAL_LOG_FILES_SIZE": float(log_size),
+            "TOTAL_IO_WRITE_MB": float(io_write),
+        },
+        bootstrap_file_path=None,
+    )
+
+
+def _already_log_compacted(blocks: list[LogBlock]) -> bool:
+    """Whether everything a scan applies is one earlier log compaction's output (nothing to merge)."""
+    instants = {b.instant_time for b in blocks}
+    return len(instants) == 1 and all(b.compacted_block_times for b in blocks)
+
+
+def plan_log_compaction(
+    table: HoodieTable, policy: LogCompactionPolicy, timeline: ActiveTimeline | None = None
+) -> CompactionPlan | None:
+    """A plan over the latest slices whose log files or effective log blocks reach the threshold.
+
+    Effective blocks are those a reader applies: committed, not rolled back, with blocks covered
+    by an earlier log compaction counted once. File groups under a pending compaction, clustering
+    or log compaction are left out, as are replaced ones.
+    """
+    require_log_compactable(table)
+    tl = timeline or table.reload()
+    view = table.file_system_view(timeline=tl)
+    busy = set(table.pending_compaction_operations(tl)) | set(table.pending_clustering_file_groups(tl))
+    for pending in tl.pending_log_compaction():
+        busy.update(
+            FileGroupId(*fg) for fg in table.compaction_plan(pending.requested_time, tl).file_groups()
+        )
+    last = tl.completed().writes().last()
+    latest = last.requested_time if last else None
+    ops: list[CompactionOperation] = []
+    for partition in view.partitions():
+        for group in view.file_groups(partition):
+            if view.is_replaced(group.group_id) or group.group_id in busy:
+                continue
+            slices = group.slices()
+            if not slices or not slices[0].log_files:
+                continue
+            file_slice = slices[0]
+            blocks = scan_log_blocks(
+                table.fileio,
+                table.base_path,
+                file_slice,
+                is_committed=view.is_committed,
+                latest_instant=latest,
+            )
+            _check_blocks(blocks)
+            if not blocks or _already_log_compacted(blocks):
+                continue
+            threshold = policy.blocks_threshold
+            if len(file_slice.log_files) >= threshold or len(blocks) >= threshold:
+                ops.append(_operation(file_slice))
+    if not ops:
+        return None
+    ops.sort(key=lambda op: (op.partition_path or "", op.file_id or ""))
+    return CompactionPlan(
+        operations=ops,
+        extra_metadata={},
+        strategy=CompactionStrategy(compactor_class_name=COMPACTOR_CLASS, strategy_params={}, version=1),
+        preserve_hoodie_metadata=True,
+        missing_schedule_partitions=[],
+    )
+
+
+def schedule_log_compaction(
+    ctx: ServiceContext, policy: LogCompactionPolicy, *, dry_run: bool = False
+) -> Scheduled | None:
+    """Plan and, unless ``dry_run``, write ``T.logcompaction.requested``; None if nothing to do."""
+    table = ctx.table
+    ctx.require_no_metadata_table(SERVICE)
+    require_log_compactable(table)
+    if not policy.enabled:
+        log.info("%s: log compaction not scheduled: %s=false", table.base_path, ENABLE_KEY)
+        return None
+    with locked(ctx.table_lock, ctx.lock_timeout_s):
+        timeline = table.reload()
+        writing = timeline.pending().actions(Action.DELTA_COMMIT)
+        if writing:
+            raise TableServiceError(
+                f"cannot schedule log compaction on {table.base_path} while delta commits are pending "
+                f"({', '.join(str(i) for i in writing)}): their logs would sort before the merged log "
+                "without being part of it; retry once they complete or are rolled back"
+            )
+        plan = plan_log_compaction(table, policy, timeline)
+        if plan is None:
+            return None
+        reason = (
+            f"{len(plan.operations or ())} file slice(s) with at least {policy.blocks_threshold} "
+            "log files or blocks"
+        )
+        if dry_run:
+            return Scheduled(None, plan, reason)
+        instant_time = ctx.new_instant_time(lock_held=True)
+        timeline.create_requested(
+            Instant(instant_time, Action.LOG_COMPACTION, State.REQUESTED), plan.to_bytes(table.table_version)
+        )
+    log.info("%s: scheduled log compaction %s (%s)", table.base_path, instant_time, reason)
+    return Scheduled(instant_time, plan, reason)
+
+
+# -- the per-file-group task ------------------------------------------------------------------
+
+
+def _slice_of(op: CompactionOperation) -> FileSlice:
+    """The slice an operation names, without its base file (log compaction never reads it)."""
+    logs = [(p, LogFile.parse(p.rsplit("/", 1)[-1])) for p in op.delta_file_paths or ()]
+    bad = [p for p, lf in logs if lf is None]
+    if bad or not logs:
+        raise TableServiceError(f"log compaction of {op.file_id}: {bad or 'no logs'} are not log files")
+    files = sorted((lf for _, lf in logs if lf is not None), key=lambda lf: lf.sort_key)
+    return FileSlice(
+        op.partition_path or "", op.file_id or "", op.base_instant_time or "", None, tuple(files)
+    )
+
+
+def valid_block_instants(blocks: list[LogBlock]) -> list[str]:
+    """The instants of the blocks a scan applies, newest first: the COMPACTED_BLOCK_TIMES Hudi writes."""
+    return list(dict.fromkeys(b.instant_time for b in reversed(blocks) if b.instant_time is not None))
+
+
+_WRAPPER_OF_FAMILY = {
+    "bool": "BooleanWrapper",
+    "int": "IntWrapper",
+    "long": "LongWrapper",
+    "float": "FloatWrapper",
+    "double": "DoubleWrapper",
+    "string": "StringWrapper",
+    "bytes": "BytesWrapper",
+    "date": "DateWrapper",
+    "decimal": "DecimalWrapper",
+    "timestamp": "TimestampMicrosWrapper",
+}
+
+
+def _ordering_wrappers(column: pa.ChunkedArray) -> list[tuple[str, dict[str, Any]] | None]:
+    """Hudi's ordering-value wrapper of each value of ``column`` (None where it is null)."""
+    family = arrow_family(column.type)
+    wrapper = _WRAPPER_OF_FAMILY.get(family)
+    if wrapper is None:
+        raise UnsupportedTableError(
+            f"ordering values of type {column.type} cannot be written to a delete block"
+        )
+    if family == "date":
+        column = column.cast(pa.date32()).cast(pa.int32())  # days since the epoch
+    elif family == "timestamp":
+        column = column.cast(pa.timestamp("us", column.type.tz)).cast(pa.int64())  # micros
+    elif family == "decimal":
+        column = column.cast(pa.decimal128(30, 15))  # DecimalWrapper's precision and scale
+    return [None if v is None else (_WRAPPER_NS + wrapper, {"value": v}) for v in column.to_pylist()]
+
+
+def delete_records(
+    merged_deletes: DeleteEntries, deleted_rows: pa.Table, merge: MergeConfig, partition_path: str
+) -> list[dict[str, Any]]:
+    """``HoodieDeleteRecord``s of the surviving deletes, each with the ordering value it merged with."""
+    records: list[dict[str, Any]] = []
+    keys, values = merged_deletes.keys.to_pylist(), merged_deletes.ordering_values
+    for key, value, cls in zip(keys, values, merged_deletes.ordering_classes, strict=True):
+        if cls == "ArrayWrapper" or isinstance(value, (list, tuple)):
+            raise UnsupportedTableError(f"delete of {key!r}: multi-field ordering values are not supported")
+        ordering = None if cls is None else (_WRAPPER_NS + cls, {"value": value})
+        records.append({"recordKey": key, "partitionPath": partition_path, "orderingVal": ordering})
+    if not deleted_rows.num_rows:
+        return records
+    # A winning data row flagged as a delete becomes a delete entry, as Hudi's append handle writes
+    # it: with the row's ordering value under event-time ordering, else the default Integer 0.
+    wrappers: list[tuple[str, dict[str, Any]] | None] = [None] * deleted_rows.num_rows
+    field = merge.ordering_fields[0] if merge.ordering_fields else ""
+    if merge.mode is RecordMergeMode.EVENT_TIME_ORDERING and field in deleted_rows.column_names:
+        wrappers = _ordering_wrappers(deleted_rows[field])
+    keys, parts = (deleted_rows[c].to_pylist() for c in ("_hoodie_record_key", "_hoodie_partition_path"))
+    for key, part, wrapped in zip(keys, parts, wrappers, strict=True):
+        ordering = wrapped or (_WRAPPER_NS + "IntWrapper", {"value": 0})
+        records.append({"recordKey": key, "partitionPath": part or partition_path, "orderingVal": ordering})
+    return records
+
+
+def delete_blocks(
+    records: list[dict[str, Any]], header: Mapping[HeaderKey, str], table_version: int
+) -> list[bytes]:
+    """DELETE blocks of ``HoodieDeleteRecord`` dicts: one per ordering-value type (Java reads a
+    block that mixes them, hudi-rs refuses it), and one empty block when there are no records."""
+    schema = fastavro.parse_schema(load_schema("HoodieDeleteRecordList", table_version))
+    by_type: dict[str | None, list[dict[str, Any]]] = {}
+    for record in records:
+        by_type.setdefault(record["orderingVal"] and record["orderingVal"][0], []).append(record)
+    out: list[bytes] = []
+    for group in by_type.values() if by_type else [[]]:
+        buf = io.BytesIO()
+        fastavro.schemaless_writer(buf, schema, {"deleteRecordList": group})
+        payload = buf.getvalue()
+        content = struct.pack(">ii", DELETE_BLOCK_VERSION, len(payload)) + payload
+        out.append(encode_block(BlockType.DELETE, header, content))
+    return out
+
+
+def _data_block(
+    rows: pa.Table,
+    writer_schema: Mapping[str, Any],
+    header: Mapping[HeaderKey, str],
+    block_format: str,
+    compression: str,
+) -> bytes:
+    if block_format == "parquet":
+        sink = io.BytesIO()
+        pq.write_table(rows, sink, compression=compression, use_compliant_nested_type=True)
+        return encode_block(BlockType.PARQUET_DATA, header, sink.getvalue())
+    return encode_block(BlockType.AVRO_DATA, header, encode_avro_block_content(rows, writer_schema))
+
+
+def _new_log_file(task: Task, file_slice: FileSlice, instant_time: str, table_version: int) -> LogFile:
+    """The output log: named with the instant (v8+) or the slice's base instant (v6), next version."""
+    table = open_table_for_task(task)
+    name_instant = instant_time if table_version >= 8 else file_slice.base_instant_time
+    folder = join(table.base_path, file_slice.partition_path)
+    versions = [
+        lf.version
+        for lf in (LogFile.parse(e.name) for e in table.fileio.list_dir(folder))
+        if lf is not None and lf.file_id == file_slice.file_id and lf.instant_time == name_instant
+    ]
+    return LogFile(file_slice.file_id, name_instant, max(versions, default=0) + 1, str(task["write_token"]))
+
+
+def log_compact_file_group(task: Task) -> TaskResult:
+    """Executor side: merge one slice's log blocks into one new log file; returns its write stat."""
+    started = time.monotonic()
+    table = open_table_for_task(task)
+    fileio = table.fileio
+    op = CompactionOperation.from_avro(task["operation"])
+    instant_time = str(task["instant_time"])
+    file_slice = _slice_of(op)
+    for path in file_slice.log_file_paths(table.base_path):
+        if fileio.info(path) is None:
+            raise TableServiceError(f"log compaction {instant_time}: {path} named by the plan does not exist")
+    schema = pa.schema(pa.ipc.read_schema(pa.py_buffer(bytes.fromhex(task["arrow_schema"]))))
+    writer_schema: dict[str, Any] = json.loads(task["avro_schema"])
+    merge = require_log_compactable(table)
+    completed = set(task["completed_instants"])
+    start_ts = task.get("timeline_start")
+
+    def committed(ts: str) -> bool:
+        return ts in completed or (start_ts is not None and normalize(ts) < normalize(start_ts))
+
+    stats = ScanStats()
+    blocks = scan_log_blocks(
+        fileio, table.base_path, file_slice, is_committed=committed, latest_instant=instant_time, stats=stats
+    )
+    _check_blocks(blocks)
+    batches: list[pa.Table | DeleteEntries] = []
+    for block in blocks:
+        if block.block_type is BlockType.DELETE:
+            d = decode_delete_block(block, table.table_version)
+            batches.append(
+                DeleteEntries(pa.array(d.keys, pa.string()), d.ordering_values, d.ordering_classes)
+            )
+        else:
+            batches.append(decode_data_block(block, schema))
+    log_records = sum(len(b) if isinstance(b, DeleteEntries) else b.num_rows for b in batches)
+    merged = merge_logs_only(batches, spec_for(merge), schema)
+    scan_ms = int((time.monotonic() - started) * 1000)
+
+    partition = file_slice.partition_path
+    rows = merged.rows if merged.rows.num_rows else schema.empty_table()
+    if rows.num_rows:
+        idx = rows.schema.get_field_index("_hoodie_file_name")
+        rows = rows.set_column(
+            idx, rows.schema.field(idx), pa.array([file_slice.file_id] * rows.num_rows, pa.string())
+        )
+    deletes = delete_records(merged.deletes, merged.deleted_rows, merge, partition)
+    header = {
+        HeaderKey.INSTANT_TIME: instant_time,
+        HeaderKey.SCHEMA: json.dumps(writer_schema, separators=(",", ":")),
+        HeaderKey.COMPACTED_BLOCK_TIMES: ",".join(valid_block_instants(blocks)),
+    }
+    parts: list[bytes] = []
+    if rows.num_rows:
+        block_format = str(task.get("block_format", "avro"))
+        parts.append(
+            _data_block(rows, writer_schema, header, block_format, str(task.get("compression", "gzip")))
+        )
+    if deletes or not parts:  # with nothing left, an empty block still stands for what it covers
+        parts.extend(delete_blocks(deletes, header, table.table_version))
+    data = b"".join(parts)
+
+    new = _new_log_file(task, file_slice, instant_time, table.table_version)
+    WriteMarkers(fileio, table.paths, instant_time).create(partition, new.name, IOType.APPEND)
+    path = join(table.base_path, partition, new.name)
+    if os.environ.get(CRASH_ENV) == f"{SERVICE}.task_mid_write":
+        with fileio.open_output(path) as half:  # a torn log, as a killed writer leaves one
+            half.write(data[: len(data) // 2])
+        crash_point(f"{SERVICE}.task_mid_write")
+    fileio.create_new(path, data)
+    crash_point(f"{SERVICE}.task_after_write")
+    all_logs = sorted([*file_slice.log_files, new], key=lambda lf: lf.sort_key)
+    total_ms = int((time.monotonic() - started) * 1000)
+    stat = WriteStat(
+        file_id=file_slice.file_id,
+        path=join(partition, new.name),
+        prev_commit=file_slice.base_instant_time,
+        num_writes=rows.num_rows,
+        num_deletes=len(deletes),
+        num_update_writes=rows.num_rows,
+        total_write_bytes=len(data),
+        total_write_errors=0,
+        partition_path=partition,
+        total_log_records=log_records,
+        total_updated_records_compacted=rows.num_rows + len(deletes),
+        num_inserts=0,
+        total_log_blocks=stats.total_log_blocks,
+        total_corrupt_log_block=stats.total_corrupt_blocks,
+        total_rollback_blocks=stats.total_rollback_blocks,
+        file_size_in_bytes=len(data),
+        log_version=new.version,
+        log_offset=0,
+        base_file=(op.data_file_path or "").rsplit("/", 1)[-1],
+        log_files=[lf.name for lf in all_logs],
+        runtime_stats=RuntimeStats(total_scan_time=scan_ms, total_create_time=0, total_upsert_time=total_ms),
+        total_log_files_compacted=len(file_slice.log_files),
+        total_log_read_time_ms=scan_ms,
+        total_log_size_compacted=stats.total_log_size,
+    )
+    return {"write_stat": stat.to_avro(), "rows": rows.num_rows, "deletes": len(deletes)}
+
+
+# -- execution --------------------------------------------------------------------------------
+
+
+def _completed_after(timeline: ActiveTimeline, instant: Instant, instant_time: str) -> bool:
+    """Whether ``instant`` completed after ``instant_time`` was requested."""
+    if timeline.layout >= 2:
+        done_at = instant.completion_time
+        return done_at is not None and normalize(done_at) > normalize(instant_time)
+    done = timeline.state_file_mtime_ms(instant.requested_time, State.COMPLETED, Action.DELTA_COMMIT)
+    requested = timeline.state_file_mtime_ms(instant_time, State.REQUESTED, Action.LOG_COMPACTION)
+    return done is not None and requested is not None and done >= requested
+
+
+def interleaved_writes(
+    table: HoodieTable, timeline: ActiveTimeline, instant_time: str, plan: CompactionPlan
+) -> list[str]:
+    """Delta commits requested before ``instant_time`` whose logs the plan does not cover but that a
+    reader would order before its output: pending ones, and completed ones that wrote to a planned
+    file group after the plan was made."""
+    groups = set(plan.file_groups())
+    planned = {
+        (op.partition_path or "", p.rsplit("/", 1)[-1])
+        for op in plan.operations or ()
+        for p in op.delta_file_paths or ()
+    }
+    key = normalize(instant_time)
+    found: list[str] = []
+    for instant in timeline.actions(Action.DELTA_COMMIT):
+        if normalize(instant.requested_time) >= key:
+            continue
+        if not instant.is_completed:
+            found.append(f"{instant} (pending)")
+            continue
+        if not _completed_after(timeline, instant, instant_time):
+            continue
+        for stat in table.commit_metadata(instant, timeline).write_stats():
+            partition = stat.partition_path or ""
+            name = (stat.path or "").rsplit("/", 1)[-1]
+            if (partition, stat.file_id or "") in groups and (partition, name) not in planned:
+                found.append(f"{instant} wrote {join(partition, name)}")
+    return found
+
+
+def execute_log_compaction(ctx: ServiceContext, instant_time: str, runner: Runner) -> ExecutionResult:
+    """Run a requested log-compaction plan to completion; roll back an abandoned inflight one."""
+    table = ctx.table
+    ctx.require_no_metadata_table(SERVICE)
+    require_log_compactable(table)
+    timeline = table.reload()
+    instant = timeline.get(instant_time, Action.LOG_COMPACTION)
+    if instant is None or instant.action is not Action.LOG_COMPACTION or instant.is_completed:
+        raise TableServiceError(
+            f"{table.base_path}: no pending log compaction at {instant_time} (found {instant})"
+        )
+    if instant.is_inflight:
+        return _roll_back_abandoned(ctx, instant)
+    plan = table.compaction_plan(instant_time, timeline)
+
+    def still_ordered(fresh: ActiveTimeline) -> None:
+        late = interleaved_writes(table, fresh, instant_time, plan)
+        if late:
+            raise TableServiceError(
+                f"log compaction {instant_time} on {table.base_path} no longer covers every log before it: "
+                f"{'; '.join(late)}. Roll the log compaction back; it cannot complete safely"
+            )
+
+    block_format = ctx.options.get(BLOCK_FORMAT_KEY, "avro").strip().lower()
+    if block_format not in ("avro", "parquet"):
+        raise TableServiceError(f"unsupported {BLOCK_FORMAT_KEY}={block_format!r} (avro, parquet)")
+    still_ordered(timeline)
+    schema_json = table.latest_schema_json()
+    if schema_json is None:
+        raise TableServiceError(f"{table.base_path} has no schema; nothing to log-compact")
+    inflight = timeline.transition_to_inflight(Instant(instant_time, Action.LOG_COMPACTION, State.REQUESTED))
+    heartbeat = Heartbeat(table.fileio, table.paths, instant_time, ctx.heartbeat).start()
+    crash_point(f"{SERVICE}.after_inflight")
+    try:
+        completed = timeline.reload().completed().writes()
+        first = completed.first()
+        shared = {
+            **ctx.task_base(),
+            "instant_time": instant_time,
+            "arrow_schema": table_schema(table).serialize().to_pybytes().hex(),
+            "avro_schema": json.dumps(add_meta_fields(schema_json)),
+            "completed_instants": [i.requested_time for i in completed],
+            "timeline_start": first.requested_time if first else None,
+            "block_format": block_format,
+            "compression": ctx.options.get("hoodie.parquet.compression.codec", "gzip"),
+        }
+        tasks = [
+            {**shared, "operation": op.to_avro(), "write_token": f"{i}-0-{i}"}
+            for i, op in enumerate(plan.operations or ())
+        ]
+        results = runner.run(log_compact_file_group, tasks, f"log compaction {instant_time} of {table.name}")
+        stats = [WriteStat.from_avro(r["write_stat"]) for r in results]
+        per_partition: dict[str, list[WriteStat]] = {}
+        for s in stats:
+            per_partition.setdefault(s.partition_path or "", []).append(s)
+        metadata = CommitMetadata(
+            partition_to_write_stats=per_partition,
+            compacted=False,
+            extra_metadata={"schema": json.dumps(schema_json, separators=(",", ":"))},
+            version=None,
+            operation_type=WriteOperationType.LOG_COMPACT.value,
+        )
+        crash_point(f"{SERVICE}.before_complete")
+        done = ctx.complete(inflight, metadata.to_bytes(table.table_version), still_ordered)
+        WriteMarkers(table.fileio, table.paths, instant_time).delete_all()
+    finally:
+        heartbeat.stop()
+    counts = {
+        "records": sum(int(r["rows"]) for r in results),
+        "deletes": sum(int(r["deletes"]) for r in results),
+    }
+    log.info(
+        "%s: completed log compaction %s of %d file groups: %s", table.base_path, done, len(stats), counts
+    )
+    return ExecutionResult(done, stats, counts)
+
+
+def _roll_back_abandoned(ctx: ServiceContext, instant: Instant) -> ExecutionResult:
+    """An abandoned attempt is not run again: as in Hudi, a log-compaction plan is disposable, so the
+    attempt is rolled back together with its plan, and a later schedule plans the file groups anew."""
+    ts = instant.requested_time
+    reason = f"abandoned {instant}"
+    rollback = schedule_rollback(ctx, ts, action=Action.LOG_COMPACTION, pending_only=True, reason=reason)
+    assert rollback.instant_time is not None
+    done, metadata = execute_rollback(ctx, rollback.instant_time, LocalRunner(), delete_instants=True)
+    assert done is not None
+    log.warning("%s: rolled back abandoned log compaction %s with %s", ctx.table.base_path, ts, done)
+    return ExecutionResult(done, [], {"rolled_back": ts, "files_deleted": metadata.total_files_deleted})
+
+
+class LogCompactionService:
+    """Log compaction as a :class:`~hoodie.services.base.TableService`."""
+
+    name = SERVICE
+
+    def schedule(self, ctx: ServiceContext, *, dry_run: bool = False) -> Scheduled | None:
+        return schedule_log_compaction(ctx, LogCompactionPolicy.from_options(ctx.options), dry_run=dry_run)
+
+    def pending(self, table: HoodieTable, timeline: ActiveTimeline) -> list[Instant]:
+        return list(timeline.pending_log_compaction())
+
+    def execute(self, ctx: ServiceContext, instant_time: str, runner: Runner) -> ExecutionResult:
+        return execute_log_compaction(ctx, instant_time, runner)
+
+
+register_service(LogCompactionService())
