@@ -36,7 +36,6 @@ from __future__ import annotations
 import base64
 import binascii
 import math
-import os
 import struct
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
@@ -382,7 +381,7 @@ class BloomFilter(ABC):
             if len(empty):
                 raise InvalidInputError(f"bloom filter key #{int(empty[0])} is the empty string")
             work.append((batch, self._assign_rows(len(batch))))
-        workers = min(len(work), os.cpu_count() or 1)
+        workers = min(len(work), pa.cpu_count())
         if workers <= 1:
             for batch, rows in work:
                 self._set_bits(batch, rows)

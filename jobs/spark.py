@@ -72,8 +72,11 @@ def _is_connect(spark: SparkSession) -> bool:
     return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
-def _apply(module: str, name: str) -> Any:
+def _apply(module: str, name: str, threads: int) -> Any:
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        # PySpark sets OMP_NUM_THREADS to spark.task.cpus in Python workers, and Arrow sizes its
+        # thread pool from it; a job with fewer tasks than cores gives each task its share.
+        pa.set_cpu_count(threads)
         fn = getattr(importlib.import_module(module), name)
         for batch in batches:
             results = []
@@ -106,13 +109,22 @@ class SparkRunner:
             self.spark.sparkContext.addPyFile(path)
         self._shipped = True
 
+    def _threads_per_task(self, tasks: int) -> int:
+        """The executor cores each task may use when the job runs fewer tasks than there are cores."""
+        if _is_connect(self.spark):
+            return 1
+        cores = max(1, int(self.spark.sparkContext.defaultParallelism))
+        return max(1, cores // max(1, min(tasks, cores)))
+
     def run(self, fn: TaskFunction, tasks: Sequence[Task], description: str) -> list[TaskResult]:
         if not tasks:
             return []
         self._ship()
         rows = [(json.dumps({**t, _INDEX: i}),) for i, t in enumerate(tasks)]
         df = self.spark.createDataFrame(rows, "task string").repartition(len(rows))
-        mapped = df.mapInArrow(_apply(fn.__module__, fn.__qualname__), "result string")
+        mapped = df.mapInArrow(
+            _apply(fn.__module__, fn.__qualname__, self._threads_per_task(len(rows))), "result string"
+        )
         watcher = _ProgressWatcher(self.spark, len(rows), description, self.progress)
         watcher.start()
         try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,9 +89,10 @@ def footer_metadata(
 class BaseFileWriter:
     """Writes a base file in parts, in row order, building Hudi's footer keys as it goes.
 
-    The bloom filter takes the record keys in the order they are written (the dynamic filter's
-    rows fill in that order) and the min/max record keys are tracked, so a compaction or clustering
-    can stream its output without holding the whole file in memory.
+    Parts are buffered into row groups of about ``row_group_rows`` rows. The bloom filter takes
+    the record keys in the order they are written (the dynamic filter's rows fill in that order),
+    hashing on a background thread while Parquet encodes, and the min/max record keys are
+    tracked, so a compaction or clustering can stream its output without holding the whole file.
     """
 
     def __init__(
@@ -102,10 +104,12 @@ class BaseFileWriter:
         compression: str = "gzip",
         bloom: BloomOptions | None = None,
         with_key_metadata: bool = True,
+        row_group_rows: int = 1_000_000,
     ) -> None:
         self.fileio = fileio
         self.path = path
         self.compression = compression
+        self.row_group_rows = row_group_rows
         self.metadata = {
             AVRO_SCHEMA_FOOTER: json.dumps(avro_schema, separators=(",", ":")),
             "writer.model.name": "avro",
@@ -117,45 +121,46 @@ class BaseFileWriter:
             if with_key_metadata
             else None
         )
+        self._hasher = ThreadPoolExecutor(max_workers=1) if self._bloom is not None else None
+        self._hashing: list[Future[None]] = []
         self._min: str | None = None
         self._max: str | None = None
         self._rows = 0
+        self._buffer: list[pa.Table] = []
+        self._buffered = 0
         self._sink: Any = None
         self._writer: pq.ParquetWriter | None = None
 
-    def write(self, table: pa.Table, row_group_rows: int = 1_000_000) -> None:
+    def write(self, table: pa.Table) -> None:
         if table.num_rows == 0:
             return
         table = table.replace_schema_metadata(None)
+        self._track_keys(table)
+        self._buffer.append(table)
+        self._buffered += table.num_rows
+        if self._buffered >= self.row_group_rows:
+            self._flush()
+
+    def _track_keys(self, table: pa.Table) -> None:
+        self._rows += table.num_rows
+        if self._bloom is None or RECORD_KEY_FIELD not in table.column_names:
+            return
+        keys = table[RECORD_KEY_FIELD]
+        assert self._hasher is not None
+        # One worker keeps the keys in write order, which the dynamic filter depends on.
+        self._hashing.append(self._hasher.submit(self._bloom.add_all, keys))
+        bounds = pc.min_max(keys)
+        low, high = bounds["min"].as_py(), bounds["max"].as_py()
+        if low is not None and (self._min is None or low < self._min):
+            self._min = str(low)
+        if high is not None and (self._max is None or high > self._max):
+            self._max = str(high)
+
+    def _open(self, schema: pa.Schema) -> pq.ParquetWriter:
         if self._writer is None:
             self._sink = self.fileio.open_output(self.path)
             # Footer keys go in as plain key/values, as parquet-avro writes them; no ARROW:schema
             # copy (it would repeat the bloom filter and make every footer parse slower).
-            self._writer = pq.ParquetWriter(
-                self._sink,
-                table.schema,
-                compression=self.compression,
-                use_compliant_nested_type=True,
-                store_schema=False,
-            )
-        self._writer.write_table(table, row_group_size=row_group_rows)
-        self._rows += table.num_rows
-        if self._bloom is not None and RECORD_KEY_FIELD in table.column_names:
-            keys = table[RECORD_KEY_FIELD]
-            self._bloom.add_all(keys)
-            bounds = pc.min_max(keys)
-            low, high = bounds["min"].as_py(), bounds["max"].as_py()
-            if low is not None and (self._min is None or low < self._min):
-                self._min = str(low)
-            if high is not None and (self._max is None or high > self._max):
-                self._max = str(high)
-
-    def close(self, schema: pa.Schema | None = None) -> BaseFileResult:
-        """Finish the file (an empty file needs ``schema``)."""
-        if self._writer is None:
-            if schema is None:
-                raise ValueError(f"{self.path}: nothing was written and no schema was given")
-            self._sink = self.fileio.open_output(self.path)
             self._writer = pq.ParquetWriter(
                 self._sink,
                 schema.remove_metadata(),
@@ -163,6 +168,28 @@ class BaseFileWriter:
                 use_compliant_nested_type=True,
                 store_schema=False,
             )
+        return self._writer
+
+    def _flush(self) -> None:
+        if not self._buffer:
+            return
+        table = pa.concat_tables(self._buffer) if len(self._buffer) > 1 else self._buffer[0]
+        self._buffer = []
+        self._buffered = 0
+        self._open(table.schema).write_table(table, row_group_size=self.row_group_rows)
+
+    def close(self, schema: pa.Schema | None = None) -> BaseFileResult:
+        """Finish the file (an empty file needs ``schema``)."""
+        self._flush()
+        if self._writer is None:
+            if schema is None:
+                raise ValueError(f"{self.path}: nothing was written and no schema was given")
+            self._open(schema)
+        assert self._writer is not None
+        if self._hasher is not None:
+            for done in self._hashing:
+                done.result()
+            self._hasher.shutdown()
         if self._bloom is not None and self._rows:
             self.metadata[BLOOM_FILTER_FOOTER_KEY] = self._bloom.serialize()
             if self.bloom_options.type_code is BloomFilterTypeCode.DYNAMIC_V0:
@@ -196,9 +223,15 @@ def write_base_file(
 ) -> BaseFileResult:
     """Write ``table`` (meta fields included) as a new base file at ``path``."""
     writer = BaseFileWriter(
-        fileio, path, avro_schema, compression=compression, bloom=bloom, with_key_metadata=with_key_metadata
+        fileio,
+        path,
+        avro_schema,
+        compression=compression,
+        bloom=bloom,
+        with_key_metadata=with_key_metadata,
+        row_group_rows=row_group_rows,
     )
-    writer.write(table, row_group_rows)
+    writer.write(table)
     return writer.close(table.schema)
 
 

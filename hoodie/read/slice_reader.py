@@ -51,7 +51,7 @@ def project_table(table: pa.Table, schema: pa.Schema, where: str) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
-BASE_BATCH_ROWS = 262_144
+BASE_BATCH_ROWS = 262_144  # memory holds one batch of the base file at a time
 
 
 def iter_parquet(
