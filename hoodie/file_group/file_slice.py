@@ -57,6 +57,11 @@ class FileSlice:
     def log_file_paths(self, base_path: str) -> list[str]:
         return [join(base_path, self.partition_path, lf.name) for lf in self.log_files]
 
+    def file_paths(self, base_path: str) -> list[str]:
+        """The base file's path (if any), then the log files' paths in read order."""
+        base = self.base_file_path(base_path)
+        return [*([base] if base else []), *self.log_file_paths(base_path)]
+
     def without_logs(self) -> FileSlice:
         return FileSlice(self.partition_path, self.file_id, self.base_instant_time, self.base_file, ())
 

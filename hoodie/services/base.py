@@ -18,7 +18,7 @@ from hoodie.errors import TableServiceError
 from hoodie.models.base import AvroRecord
 from hoodie.models.commit import WriteStat
 from hoodie.table import HoodieTable
-from hoodie.timeline.instant import Instant
+from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.timeline import ActiveTimeline
 from hoodie.transaction.heartbeat import HeartbeatConfig
 from hoodie.transaction.lock import InProcessLockProvider, LockProvider, locked
@@ -117,6 +117,22 @@ class ServiceContext:
             "table_uri": self.table.uri() if self.table.fileio.scheme != "file" else self.table.base_path,
             "storage_options": dict(self.storage_options),
         }
+
+    def request(
+        self, timeline: ActiveTimeline, action: Action, plan: AvroRecord, reason: str, *, dry_run: bool
+    ) -> Scheduled:
+        """Write ``plan`` as ``<new time>.<action>.requested``, or on a dry run only return it.
+
+        Call with the table lock held and ``timeline`` freshly loaded under it, so that the new
+        instant time is later than everything the plan was made from.
+        """
+        if dry_run:
+            return Scheduled(None, plan, reason)
+        instant_time = self.new_instant_time(lock_held=True)
+        timeline.create_requested(
+            Instant(instant_time, action, State.REQUESTED), plan.to_bytes(self.table.table_version)
+        )
+        return Scheduled(instant_time, plan, reason)
 
     def require_no_metadata_table(self, service: str) -> None:
         """Refuse tables with a metadata table: the service would leave it stale."""

@@ -122,22 +122,18 @@ def schedule_clean(
         plan = planning.plan
         if plan is None:
             return None
-        if dry_run:
-            return Scheduled(None, plan, reason)
-        instant_time = ctx.new_instant_time(lock_held=True)
-        timeline.create_requested(
-            Instant(instant_time, Action.CLEAN, State.REQUESTED), plan.to_bytes(table.table_version)
+        scheduled = ctx.request(timeline, Action.CLEAN, plan, reason, dry_run=dry_run)
+    if not dry_run:
+        log.info(
+            "%s: scheduled clean %s of %d file(s) in %d partition(s), retaining from %s (%s)",
+            table.base_path,
+            scheduled.instant_time,
+            _file_count(plan),
+            len(plan.file_paths_to_be_deleted_per_partition or {}),
+            planning.earliest.requested_time if planning.earliest else "-",
+            reason,
         )
-    log.info(
-        "%s: scheduled clean %s of %d file(s) in %d partition(s), retaining from %s (%s)",
-        table.base_path,
-        instant_time,
-        _file_count(plan),
-        len(plan.file_paths_to_be_deleted_per_partition or {}),
-        planning.earliest.requested_time if planning.earliest else "-",
-        reason,
-    )
-    return Scheduled(instant_time, plan, reason)
+    return scheduled
 
 
 # -- execution --------------------------------------------------------------------------------

@@ -57,7 +57,7 @@ from hoodie.services.clustering_executor import (
 )
 from hoodie.services.layout import parse_sort_columns
 from hoodie.table import HoodieTable
-from hoodie.timeline.instant import Action, Instant, State
+from hoodie.timeline.instant import Action, Instant
 from hoodie.timeline.instant_time import normalize
 from hoodie.timeline.timeline import ActiveTimeline
 from hoodie.transaction.lock import locked
@@ -496,24 +496,20 @@ def schedule_clustering(
         requested = plan_clustering(table, policy, timeline, now=now)
         if requested is None:
             return None
-        if dry_run:
-            return Scheduled(None, requested, reason)
-        instant_time = ctx.new_instant_time(lock_held=True)
         action = Action.CLUSTERING if table.table_version >= 8 else Action.REPLACE_COMMIT
-        timeline.create_requested(
-            Instant(instant_time, action, State.REQUESTED), requested.to_bytes(table.table_version)
-        )
+        scheduled = ctx.request(timeline, action, requested, reason, dry_run=dry_run)
     plan = requested.clustering_plan
     assert plan is not None
-    log.info(
-        "%s: scheduled clustering %s of %d file group(s) in %d group(s) (%s)",
-        table.base_path,
-        instant_time,
-        len(plan.file_groups()),
-        len(plan.input_groups or ()),
-        reason,
-    )
-    return Scheduled(instant_time, requested, reason)
+    if not dry_run:
+        log.info(
+            "%s: scheduled clustering %s of %d file group(s) in %d group(s) (%s)",
+            table.base_path,
+            scheduled.instant_time,
+            len(plan.file_groups()),
+            len(plan.input_groups or ()),
+            reason,
+        )
+    return scheduled
 
 
 class ClusteringService:

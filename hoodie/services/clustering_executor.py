@@ -14,6 +14,7 @@ keeps only the file name and looks for it in the slice's partition of the table 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -30,11 +31,10 @@ from hoodie.file_group.base_file_writer import write_base_file
 from hoodie.file_group.file_slice import FileGroupId, FileSlice
 from hoodie.file_group.log_file import LogFile
 from hoodie.io.fileio import join
-from hoodie.merge.config import resolve_merge_config
 from hoodie.models.clustering import ClusteringGroup, ClusteringPlan, SliceInfo
 from hoodie.models.commit import ReplaceCommitMetadata, RuntimeStats, WriteStat
-from hoodie.read.reader import table_schema
-from hoodie.read.slice_reader import SliceReadOptions, read_slice
+from hoodie.read.slice_reader import read_slice
+from hoodie.schema.avro_arrow import add_meta_fields
 from hoodie.services.base import (
     CRASH_ENV,
     ExecutionResult,
@@ -43,10 +43,16 @@ from hoodie.services.base import (
     Task,
     TaskResult,
     crash_point,
-    open_table_for_task,
 )
 from hoodie.services.layout import LayoutOptions, parse_sort_columns, sort_for_layout
 from hoodie.services.recovery import recover_inflight
+from hoodie.services.slice_tasks import (
+    SliceTask,
+    latest_writer_schema,
+    require_files,
+    slice_task_fields,
+    stats_by_partition,
+)
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.instant_time import normalize
@@ -109,24 +115,11 @@ def slice_of(info: SliceInfo) -> FileSlice:
 
 def _with_sizes(table: HoodieTable, file_slice: FileSlice, instant_time: str) -> FileSlice:
     """The slice with file sizes from storage; every file the plan names must still exist."""
-    fileio = table.fileio
-    base = file_slice.base_file
-    if base is not None:
-        path = file_slice.base_file_path(table.base_path)
-        assert path is not None
-        info = fileio.info(path)
-        if info is None:
-            raise TableServiceError(f"clustering {instant_time}: {path} named by the plan does not exist")
-        base = base.with_size(info.size)
-    logs = []
-    for lf, path in zip(file_slice.log_files, file_slice.log_file_paths(table.base_path), strict=True):
-        info = fileio.info(path)
-        if info is None:
-            raise TableServiceError(f"clustering {instant_time}: {path} named by the plan does not exist")
-        logs.append(lf.with_size(info.size))
-    return FileSlice(
-        file_slice.partition_path, file_slice.file_id, file_slice.base_instant_time, base, tuple(logs)
-    )
+    infos = require_files(table.fileio, file_slice.file_paths(table.base_path), f"clustering {instant_time}")
+    sizes = [info.size for info in infos]
+    base = file_slice.base_file.with_size(sizes.pop(0)) if file_slice.base_file is not None else None
+    logs = tuple(lf.with_size(size) for lf, size in zip(file_slice.log_files, sizes, strict=True))
+    return dataclasses.replace(file_slice, base_file=base, log_files=logs)
 
 
 def _rewrite_commit_metadata(data: pa.Table, instant_time: str, task_index: int) -> pa.Table:
@@ -160,24 +153,11 @@ def _splits(rows: int, parts: int) -> list[tuple[int, int]]:
 def cluster_group(task: Task) -> TaskResult:
     """Executor side: rewrite one clustering group into new file groups; returns their write stats."""
     started = time.monotonic()
-    table = open_table_for_task(task)
-    instant_time = str(task["instant_time"])
+    job = SliceTask.of(task)
+    table, instant_time, schema = job.table, job.instant_time, job.schema
     group = ClusteringGroup.from_avro(task["group"])
     task_index = int(task["group_index"])
-    schema = pa.schema(pa.ipc.read_schema(pa.py_buffer(bytes.fromhex(task["arrow_schema"]))))
-    completed = set(task["completed_instants"])
-    start_ts = task.get("timeline_start")
-
-    def committed(ts: str) -> bool:
-        return ts in completed or (start_ts is not None and normalize(ts) < normalize(start_ts))
-
-    opts = SliceReadOptions(
-        schema=schema,
-        merge=resolve_merge_config(table.config),
-        table_version=table.table_version,
-        is_committed=committed,
-        latest_instant=task.get("latest_instant"),
-    )
+    opts = job.read_options()
     partitions = {info.partition_path or "" for info in group.slices or ()}
     if len(partitions) > 1:
         raise TableServiceError(
@@ -196,7 +176,6 @@ def cluster_group(task: Task) -> TaskResult:
         data = _rewrite_commit_metadata(data, instant_time, task_index)
     layout = LayoutOptions.from_options(task["layout"])
     data = sort_for_layout(data, parse_sort_columns(task.get("sort_columns")), layout)
-    avro = json.loads(task["avro_schema"])
     file_ids: list[str] = list(task["file_ids"])
     markers = WriteMarkers(table.fileio, table.paths, instant_time)
     stats: list[dict[str, Any]] = []
@@ -215,7 +194,7 @@ def cluster_group(task: Task) -> TaskResult:
                 half.write(b"PAR1" + b"\0" * 64)
             crash_point("clustering.task_mid_write")
         result = write_base_file(
-            table.fileio, path, chunk.combine_chunks(), avro, compression=str(task.get("compression", "gzip"))
+            table.fileio, path, chunk.combine_chunks(), job.avro_schema, compression=job.compression
         )
         crash_point("clustering.task_after_write")
         stat = WriteStat(
@@ -335,16 +314,6 @@ def _no_lost_writes(table: HoodieTable, state: _ReadState) -> Callable[[ActiveTi
     return check
 
 
-def _task_schemas(table: HoodieTable) -> tuple[dict[str, Any], pa.Schema, dict[str, Any]]:
-    from hoodie.schema.avro_arrow import add_meta_fields
-
-    schema_json = table.latest_schema_json()
-    if schema_json is None:
-        raise TableServiceError(f"{table.base_path} has no schema; nothing to cluster")
-    meta = add_meta_fields(schema_json) if table.config.populate_meta_fields else schema_json
-    return schema_json, table_schema(table), meta
-
-
 def _drop_unreferenced(table: HoodieTable, instant_time: str, stats: Sequence[WriteStat]) -> list[str]:
     """Delete files the markers list but no write stat names (left by retried or failed tasks)."""
     written = {join(table.base_path, s.path or "") for s in stats}
@@ -379,23 +348,16 @@ def execute_clustering(ctx: ServiceContext, instant_time: str, runner: Runner) -
             f"{', '.join(sorted(EXECUTION_STRATEGIES))}"
         )
     params = (plan.strategy.strategy_params if plan.strategy else None) or {}
-    schema_json, arrow_schema, meta_avro = _task_schemas(table)
+    schema_json = latest_writer_schema(table, "clustering")
+    meta_avro = add_meta_fields(schema_json) if table.config.populate_meta_fields else schema_json
     inputs = _input_groups(plan)
     inflight = timeline.transition_to_inflight(Instant(instant_time, instant.action, State.REQUESTED))
     heartbeat = Heartbeat(table.fileio, table.paths, instant_time, ctx.heartbeat).start()
     crash_point("clustering.after_inflight")
     try:
-        completed = timeline.reload().completed().writes()
-        first, last = completed.first(), completed.last()
+        base = slice_task_fields(ctx, timeline.reload(), instant_time, meta_avro)
         shared = {
-            **ctx.task_base(),
-            "instant_time": instant_time,
-            "arrow_schema": arrow_schema.serialize().to_pybytes().hex(),
-            "avro_schema": json.dumps(meta_avro),
-            "completed_instants": [i.requested_time for i in completed],
-            "timeline_start": first.requested_time if first else None,
-            "latest_instant": last.requested_time if last else None,
-            "compression": ctx.options.get("hoodie.parquet.compression.codec", "gzip"),
+            **base,
             "preserve_metadata": bool(plan.preserve_hoodie_metadata),
             "sort_columns": params.get(SORT_COLUMNS_KEY),
             "layout": LayoutOptions.from_options(ctx.options).to_options(),
@@ -411,14 +373,11 @@ def execute_clustering(ctx: ServiceContext, instant_time: str, runner: Runner) -
         ]
         results = runner.run(cluster_group, tasks, f"clustering {instant_time} of {table.name}")
         stats = [WriteStat.from_avro(s) for r in results for s in r["write_stats"]]
-        per_partition: dict[str, list[WriteStat]] = {}
-        for s in stats:
-            per_partition.setdefault(s.partition_path or "", []).append(s)
         replaced: dict[str, list[str]] = {}
         for partition, file_id in plan.file_groups():
             replaced.setdefault(partition, []).append(file_id)
         metadata = ReplaceCommitMetadata(
-            partition_to_write_stats=per_partition,
+            partition_to_write_stats=stats_by_partition(stats),
             compacted=False,
             extra_metadata={"schema": json.dumps(schema_json, separators=(",", ":"))},
             version=None,
@@ -436,7 +395,7 @@ def execute_clustering(ctx: ServiceContext, instant_time: str, runner: Runner) -
                     instant_time,
                     frozenset(inputs),
                     frozenset(_plan_files(plan)),
-                    frozenset(i.requested_time for i in completed),
+                    frozenset(base["completed_instants"]),
                     timeline.state_file_mtime_ms(instant_time, State.REQUESTED, instant.action),
                 ),
             ),

@@ -18,7 +18,6 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -29,12 +28,11 @@ from hoodie.file_group.base_file_writer import BaseFileWriter, set_constant
 from hoodie.file_group.file_slice import FileSlice
 from hoodie.file_group.log_file import LogFile
 from hoodie.io.fileio import join
-from hoodie.merge.config import resolve_merge_config
 from hoodie.models.commit import CommitMetadata, RuntimeStats, WriteStat
 from hoodie.models.compaction import CompactionOperation, CompactionPlan
 from hoodie.read.log_scanner import ScanStats
-from hoodie.read.reader import table_schema
-from hoodie.read.slice_reader import SliceMergeInfo, SliceReadOptions, iter_read_slice
+from hoodie.read.slice_reader import SliceMergeInfo, iter_read_slice
+from hoodie.schema.avro_arrow import add_meta_fields
 from hoodie.services.base import (
     CRASH_ENV,
     ExecutionResult,
@@ -44,13 +42,19 @@ from hoodie.services.base import (
     Task,
     TaskResult,
     crash_point,
-    open_table_for_task,
     register_service,
 )
 from hoodie.services.recovery import recover_inflight
+from hoodie.services.slice_tasks import (
+    SliceTask,
+    latest_writer_schema,
+    require_files,
+    slice_task_fields,
+    stats_by_partition,
+)
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
-from hoodie.timeline.instant_time import normalize, parse_instant_time
+from hoodie.timeline.instant_time import parse_instant_time
 from hoodie.timeline.timeline import ActiveTimeline
 from hoodie.transaction.heartbeat import Heartbeat
 from hoodie.transaction.lock import locked
@@ -199,7 +203,8 @@ def trigger_reason(
     return f"{policy.trigger.value}: {commits} delta commits, {elapsed_s:.0f}s since the last compaction"
 
 
-def _operation(file_slice: FileSlice) -> CompactionOperation:
+def compaction_operation(file_slice: FileSlice) -> CompactionOperation:
+    """The plan entry for one slice, with the metrics Hudi's strategies read."""
     log_size = sum(lf.size for lf in file_slice.log_files)
     base_size = file_slice.base_file.size if file_slice.base_file else 0
     io_read = (base_size + log_size) // _MB
@@ -290,7 +295,7 @@ def plan_compaction(
                 continue
             slices = group.slices()
             if slices and slices[0].log_files:
-                ops.append(_operation(slices[0]))
+                ops.append(compaction_operation(slices[0]))
     ops = _select(ops, policy)
     if not ops:
         return None
@@ -327,26 +332,23 @@ def schedule_compaction(
         plan = plan_compaction(table, policy, timeline)
         if plan is None:
             return None
-        if dry_run:
-            return Scheduled(None, plan, reason)
-        instant_time = ctx.new_instant_time(lock_held=True)
-        timeline.create_requested(
-            Instant(instant_time, Action.COMPACTION, State.REQUESTED), plan.to_bytes(table.table_version)
+        scheduled = ctx.request(timeline, Action.COMPACTION, plan, reason, dry_run=dry_run)
+    if not dry_run:
+        log.info(
+            "%s: scheduled compaction %s of %d file slice(s) (%s)",
+            table.base_path,
+            scheduled.instant_time,
+            len(plan.operations or ()),
+            reason,
         )
-    log.info(
-        "%s: scheduled compaction %s of %d file slice(s) (%s)",
-        table.base_path,
-        instant_time,
-        len(plan.operations or ()),
-        reason,
-    )
-    return Scheduled(instant_time, plan, reason)
+    return scheduled
 
 
 # -- execution --------------------------------------------------------------------------------
 
 
-def _slice_of(op: CompactionOperation) -> FileSlice:
+def slice_of(op: CompactionOperation) -> FileSlice:
+    """The file slice a plan operation names (file names only; paths of plan version 1 are cut)."""
     base = None
     if op.data_file_path:
         name = op.data_file_path.rsplit("/", 1)[-1]  # plan version 1 held absolute paths
@@ -391,48 +393,27 @@ def _merge_counts(info: SliceMergeInfo, out_keys: pa.ChunkedArray | None) -> tup
 def compact_file_group(task: Task) -> TaskResult:
     """Executor side: compact one file slice into a new base file; returns its write stat."""
     started = time.monotonic()
-    table = open_table_for_task(task)
+    job = SliceTask.of(task)
+    table, instant_time = job.table, job.instant_time
     op = CompactionOperation.from_avro(task["operation"])
-    instant_time = str(task["instant_time"])
-    file_slice = _slice_of(op)
-    # Size and existence of each file (the plan names files; they must still be there).
+    file_slice = slice_of(op)
     fileio = table.fileio
-    for path in [p for p in [file_slice.base_file_path(table.base_path)] if p] + file_slice.log_file_paths(
-        table.base_path
-    ):
-        if fileio.info(path) is None:
-            raise TableServiceError(f"compaction {instant_time}: {path} named by the plan does not exist")
-    schema = pa.schema(pa.ipc.read_schema(pa.py_buffer(bytes.fromhex(task["arrow_schema"]))))
-    completed = set(task["completed_instants"])
-    start_ts = task.get("timeline_start")
-
-    def committed(ts: str) -> bool:
-        return ts in completed or (start_ts is not None and normalize(ts) < normalize(start_ts))
-
+    require_files(fileio, file_slice.file_paths(table.base_path), f"compaction {instant_time}")
     info = SliceMergeInfo()
     stats = ScanStats()
-    opts = SliceReadOptions(
-        schema=schema,
-        merge=resolve_merge_config(table.config),
-        table_version=table.table_version,
-        is_committed=committed,
-        latest_instant=task.get("latest_instant"),
-        stats=stats,
-        info=info,
-    )
+    opts = job.read_options(stats=stats, info=info)
     scan_start = time.monotonic()
     new = BaseFile(file_slice.file_id, str(task["write_token"]), instant_time)
     WriteMarkers(fileio, table.paths, instant_time).create(
         file_slice.partition_path, new.name, IOType.MERGE if file_slice.base_file else IOType.CREATE
     )
     path = join(table.base_path, file_slice.partition_path, new.name)
-    avro = json.loads(task["avro_schema"])
     if os.environ.get(CRASH_ENV) == "compaction.task_mid_write":
         with fileio.open_output(path) as half:  # a torn file, as a killed writer leaves one
             half.write(b"PAR1" + b"\0" * 64)
         crash_point("compaction.task_mid_write")
     # The merged slice streams into the new base file part by part (memory: one part and the logs).
-    writer = BaseFileWriter(fileio, path, avro, compression=str(task.get("compression", "gzip")))
+    writer = BaseFileWriter(fileio, path, job.avro_schema, compression=job.compression)
     rows = nbytes = 0
     out_keys: list[pa.ChunkedArray] = []
     for merged in iter_read_slice(fileio, table.base_path, file_slice, opts):
@@ -442,7 +423,7 @@ def compact_file_group(task: Task) -> TaskResult:
         nbytes += part.nbytes
         if info.counts is None:
             out_keys.append(part["_hoodie_record_key"])
-    result = writer.close(schema)
+    result = writer.close(job.schema)
     scan_ms = int((time.monotonic() - scan_start) * 1000)
     crash_point("compaction.task_after_write")
     keys = pa.chunked_array([c for k in out_keys for c in k.chunks], pa.string()) if out_keys else None
@@ -478,15 +459,6 @@ def compact_file_group(task: Task) -> TaskResult:
     return {"write_stat": stat.to_avro(), "rows": rows, "bytes": nbytes}
 
 
-def _task_schema(table: HoodieTable) -> tuple[dict[str, Any], pa.Schema, dict[str, Any]]:
-    from hoodie.schema.avro_arrow import add_meta_fields
-
-    schema_json = table.latest_schema_json()
-    if schema_json is None:
-        raise TableServiceError(f"{table.base_path} has no schema; nothing to compact")
-    return schema_json, table_schema(table), add_meta_fields(schema_json)
-
-
 def execute_compaction(ctx: ServiceContext, instant_time: str, runner: Runner) -> ExecutionResult:
     """Run a requested (or abandoned inflight) compaction plan to completion."""
     table = ctx.table
@@ -501,36 +473,20 @@ def execute_compaction(ctx: ServiceContext, instant_time: str, runner: Runner) -
         recover_inflight(ctx, instant)
         timeline = table.reload()
     plan = table.compaction_plan(instant_time, timeline)
-    schema_json, arrow_schema, meta_avro = _task_schema(table)
+    schema_json = latest_writer_schema(table, "compaction")
     inflight = timeline.transition_to_inflight(Instant(instant_time, Action.COMPACTION, State.REQUESTED))
     heartbeat = Heartbeat(table.fileio, table.paths, instant_time, ctx.heartbeat).start()
     crash_point("compaction.after_inflight")
     try:
-        completed = timeline.reload().completed().writes()
-        first = completed.first()
-        last = completed.last()
-        base = ctx.task_base()
-        shared = {
-            **base,
-            "instant_time": instant_time,
-            "arrow_schema": arrow_schema.serialize().to_pybytes().hex(),
-            "avro_schema": json.dumps(meta_avro),
-            "completed_instants": [i.requested_time for i in completed],
-            "timeline_start": first.requested_time if first else None,
-            "latest_instant": last.requested_time if last else None,
-            "compression": ctx.options.get("hoodie.parquet.compression.codec", "gzip"),
-        }
+        shared = slice_task_fields(ctx, timeline.reload(), instant_time, add_meta_fields(schema_json))
         tasks = [
             {**shared, "operation": op.to_avro(), "write_token": f"{i}-0-{i}"}
             for i, op in enumerate(plan.operations or ())
         ]
         results = runner.run(compact_file_group, tasks, f"compaction {instant_time} of {table.name}")
         stats = [WriteStat.from_avro(r["write_stat"]) for r in results]
-        per_partition: dict[str, list[WriteStat]] = {}
-        for s in stats:
-            per_partition.setdefault(s.partition_path or "", []).append(s)
         metadata = CommitMetadata(
-            partition_to_write_stats=per_partition,
+            partition_to_write_stats=stats_by_partition(stats),
             compacted=True,
             extra_metadata={"schema": json.dumps(schema_json, separators=(",", ":"))},
             version=None,

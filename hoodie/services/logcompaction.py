@@ -18,6 +18,7 @@ together with its plan, as Hudi does; the next schedule plans its file groups ag
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import logging
@@ -45,7 +46,6 @@ from hoodie.models.codec import load_schema
 from hoodie.models.commit import CommitMetadata, RuntimeStats, WriteOperationType, WriteStat
 from hoodie.models.compaction import CompactionOperation, CompactionPlan, CompactionStrategy
 from hoodie.read.log_scanner import ScanStats, scan_log_blocks
-from hoodie.read.reader import table_schema
 from hoodie.read.slice_reader import decode_data_block, decode_delete_block
 from hoodie.schema.avro_arrow import add_meta_fields, encode_avro_block_content
 from hoodie.services.base import (
@@ -61,7 +61,15 @@ from hoodie.services.base import (
     open_table_for_task,
     register_service,
 )
+from hoodie.services.compaction import compaction_operation, slice_of
 from hoodie.services.rollback import execute_rollback, schedule_rollback
+from hoodie.services.slice_tasks import (
+    SliceTask,
+    latest_writer_schema,
+    require_files,
+    slice_task_fields,
+    stats_by_partition,
+)
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.instant_time import normalize
@@ -152,28 +160,6 @@ def _check_blocks(blocks: list[LogBlock]) -> None:
 # -- planning ---------------------------------------------------------------------------------
 
 
-def _operation(file_slice: FileSlice) -> CompactionOperation:
-    log_size = sum(lf.size for lf in file_slice.log_files)
-    base_size = file_slice.base_file.size if file_slice.base_file else 0
-    io_read = (base_size + log_size) // _MB
-    io_write = base_size // _MB
-    return CompactionOperation(
-        base_instant_time=file_slice.base_instant_time,
-        delta_file_paths=[lf.name for lf in file_slice.log_files],
-        data_file_path=file_slice.base_file.name if file_slice.base_file else None,
-        file_id=file_slice.file_id,
-        partition_path=file_slice.partition_path,
-        metrics={
-            "TOTAL_LOG_FILES": float(len(file_slice.log_files)),
-            "TOTAL_IO_MB": float(io_read + io_write),
-            "TOTAL_IO_READ_MB": float(io_read),
-            "TOTAL_LOG_FILES_SIZE": float(log_size),
-            "TOTAL_IO_WRITE_MB": float(io_write),
-        },
-        bootstrap_file_path=None,
-    )
-
-
 def _already_log_compacted(blocks: list[LogBlock]) -> bool:
     """Whether everything a scan applies is one earlier log compaction's output (nothing to merge)."""
     instants = {b.instant_time for b in blocks}
@@ -220,7 +206,7 @@ def plan_log_compaction(
                 continue
             threshold = policy.blocks_threshold
             if len(file_slice.log_files) >= threshold or len(blocks) >= threshold:
-                ops.append(_operation(file_slice))
+                ops.append(compaction_operation(file_slice))
     if not ops:
         return None
     ops.sort(key=lambda op: (op.partition_path or "", op.file_id or ""))
@@ -259,29 +245,21 @@ def schedule_log_compaction(
             f"{len(plan.operations or ())} file slice(s) with at least {policy.blocks_threshold} "
             "log files or blocks"
         )
-        if dry_run:
-            return Scheduled(None, plan, reason)
-        instant_time = ctx.new_instant_time(lock_held=True)
-        timeline.create_requested(
-            Instant(instant_time, Action.LOG_COMPACTION, State.REQUESTED), plan.to_bytes(table.table_version)
-        )
-    log.info("%s: scheduled log compaction %s (%s)", table.base_path, instant_time, reason)
-    return Scheduled(instant_time, plan, reason)
+        scheduled = ctx.request(timeline, Action.LOG_COMPACTION, plan, reason, dry_run=dry_run)
+    if not dry_run:
+        log.info("%s: scheduled log compaction %s (%s)", table.base_path, scheduled.instant_time, reason)
+    return scheduled
 
 
 # -- the per-file-group task ------------------------------------------------------------------
 
 
-def _slice_of(op: CompactionOperation) -> FileSlice:
+def _log_slice_of(op: CompactionOperation) -> FileSlice:
     """The slice an operation names, without its base file (log compaction never reads it)."""
-    logs = [(p, LogFile.parse(p.rsplit("/", 1)[-1])) for p in op.delta_file_paths or ()]
-    bad = [p for p, lf in logs if lf is None]
-    if bad or not logs:
-        raise TableServiceError(f"log compaction of {op.file_id}: {bad or 'no logs'} are not log files")
-    files = sorted((lf for _, lf in logs if lf is not None), key=lambda lf: lf.sort_key)
-    return FileSlice(
-        op.partition_path or "", op.file_id or "", op.base_instant_time or "", None, tuple(files)
-    )
+    file_slice = dataclasses.replace(slice_of(op), base_file=None)
+    if not file_slice.log_files:
+        raise TableServiceError(f"log compaction of {op.file_id} names no log files")
+    return file_slice
 
 
 def valid_block_instants(blocks: list[LogBlock]) -> list[str]:
@@ -395,26 +373,22 @@ def _new_log_file(task: Task, file_slice: FileSlice, instant_time: str, table_ve
 def log_compact_file_group(task: Task) -> TaskResult:
     """Executor side: merge one slice's log blocks into one new log file; returns its write stat."""
     started = time.monotonic()
-    table = open_table_for_task(task)
+    job = SliceTask.of(task)
+    table, instant_time, schema, writer_schema = job.table, job.instant_time, job.schema, job.avro_schema
     fileio = table.fileio
     op = CompactionOperation.from_avro(task["operation"])
-    instant_time = str(task["instant_time"])
-    file_slice = _slice_of(op)
-    for path in file_slice.log_file_paths(table.base_path):
-        if fileio.info(path) is None:
-            raise TableServiceError(f"log compaction {instant_time}: {path} named by the plan does not exist")
-    schema = pa.schema(pa.ipc.read_schema(pa.py_buffer(bytes.fromhex(task["arrow_schema"]))))
-    writer_schema: dict[str, Any] = json.loads(task["avro_schema"])
+    file_slice = _log_slice_of(op)
+    require_files(fileio, file_slice.log_file_paths(table.base_path), f"log compaction {instant_time}")
     merge = require_log_compactable(table)
-    completed = set(task["completed_instants"])
-    start_ts = task.get("timeline_start")
-
-    def committed(ts: str) -> bool:
-        return ts in completed or (start_ts is not None and normalize(ts) < normalize(start_ts))
 
     stats = ScanStats()
     blocks = scan_log_blocks(
-        fileio, table.base_path, file_slice, is_committed=committed, latest_instant=instant_time, stats=stats
+        fileio,
+        table.base_path,
+        file_slice,
+        is_committed=job.is_committed,
+        latest_instant=instant_time,
+        stats=stats,
     )
     _check_blocks(blocks)
     batches: list[pa.Table | DeleteEntries] = []
@@ -446,9 +420,7 @@ def log_compact_file_group(task: Task) -> TaskResult:
     parts: list[bytes] = []
     if rows.num_rows:
         block_format = str(task.get("block_format", "avro"))
-        parts.append(
-            _data_block(rows, writer_schema, header, block_format, str(task.get("compression", "gzip")))
-        )
+        parts.append(_data_block(rows, writer_schema, header, block_format, job.compression))
     if deletes or not parts:  # with nothing left, an empty block still stands for what it covers
         parts.extend(delete_blocks(deletes, header, table.table_version))
     data = b"".join(parts)
@@ -563,36 +535,21 @@ def execute_log_compaction(ctx: ServiceContext, instant_time: str, runner: Runne
     if block_format not in ("avro", "parquet"):
         raise TableServiceError(f"unsupported {BLOCK_FORMAT_KEY}={block_format!r} (avro, parquet)")
     still_ordered(timeline)
-    schema_json = table.latest_schema_json()
-    if schema_json is None:
-        raise TableServiceError(f"{table.base_path} has no schema; nothing to log-compact")
+    schema_json = latest_writer_schema(table, SERVICE)
     inflight = timeline.transition_to_inflight(Instant(instant_time, Action.LOG_COMPACTION, State.REQUESTED))
     heartbeat = Heartbeat(table.fileio, table.paths, instant_time, ctx.heartbeat).start()
     crash_point(f"{SERVICE}.after_inflight")
     try:
-        completed = timeline.reload().completed().writes()
-        first = completed.first()
-        shared = {
-            **ctx.task_base(),
-            "instant_time": instant_time,
-            "arrow_schema": table_schema(table).serialize().to_pybytes().hex(),
-            "avro_schema": json.dumps(add_meta_fields(schema_json)),
-            "completed_instants": [i.requested_time for i in completed],
-            "timeline_start": first.requested_time if first else None,
-            "block_format": block_format,
-            "compression": ctx.options.get("hoodie.parquet.compression.codec", "gzip"),
-        }
+        shared = slice_task_fields(ctx, timeline.reload(), instant_time, add_meta_fields(schema_json))
+        shared["block_format"] = block_format
         tasks = [
             {**shared, "operation": op.to_avro(), "write_token": f"{i}-0-{i}"}
             for i, op in enumerate(plan.operations or ())
         ]
         results = runner.run(log_compact_file_group, tasks, f"log compaction {instant_time} of {table.name}")
         stats = [WriteStat.from_avro(r["write_stat"]) for r in results]
-        per_partition: dict[str, list[WriteStat]] = {}
-        for s in stats:
-            per_partition.setdefault(s.partition_path or "", []).append(s)
         metadata = CommitMetadata(
-            partition_to_write_stats=per_partition,
+            partition_to_write_stats=stats_by_partition(stats),
             compacted=False,
             extra_metadata={"schema": json.dumps(schema_json, separators=(",", ":"))},
             version=None,

@@ -18,12 +18,11 @@ import pyarrow as pa
 import pyspark
 import pytest
 
-from hoodie.config.table_config import TableType
 from hoodie.read.reader import TableReader
 from hoodie.table import HoodieTable
-from hoodie.write.create import create_table
 from hoodie.write.writer import HoodieWriter
 from tests.conftest import hudi_rs_rows
+from tests.tables import new_table
 
 SCHEMA = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("v", pa.float64()), ("p", pa.string())])
 SPARK_HOME = Path(pyspark.__file__).parent
@@ -114,15 +113,7 @@ def standalone_master(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]
 
 
 def _table(path: Path) -> None:
-    table = create_table(
-        str(path),
-        table_name="t",
-        table_type=TableType.MERGE_ON_READ,
-        schema=SCHEMA,
-        record_key_fields=["id"],
-        partition_fields=["p"],
-        ordering_fields=["ts"],
-    )
+    table = new_table(path, schema=SCHEMA)
     writer = HoodieWriter(table)
     n = 2000
     writer.insert(

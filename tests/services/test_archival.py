@@ -48,11 +48,10 @@ from hoodie.timeline.archived import ArchivedTimeline
 from hoodie.timeline.archived_instant import InstantFiles
 from hoodie.timeline.history import latest_manifest
 from hoodie.timeline.instant import Action, Instant, State
-from hoodie.write.create import create_table
 from hoodie.write.writer import HoodieWriter
 from tests.conftest import hudi_rs_rows
+from tests.tables import new_table, rows
 
-SCHEMA = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("v", pa.string()), ("p", pa.string())])
 OPTIONS = {
     "hoodie.keep.min.commits": "10",
     "hoodie.keep.max.commits": "15",
@@ -68,22 +67,11 @@ Maker = Callable[[TableType, TableVersion], Path]
 
 
 def _rows(ids: list[int], ts: int) -> pa.Table:
-    return pa.Table.from_pylist(
-        [{"id": f"k{i}", "ts": ts, "v": f"v{i}@{ts}", "p": f"p{i % 2}"} for i in ids], schema=SCHEMA
-    )
+    return rows(ids, ts, partitions=2)
 
 
 def _build(path: Path, table_type: TableType, version: TableVersion) -> None:
-    table = create_table(
-        str(path),
-        table_name="t",
-        table_type=table_type,
-        schema=SCHEMA,
-        record_key_fields=["id"],
-        partition_fields=["p"],
-        ordering_fields=["ts"],
-        table_version=version,
-    )
+    table = new_table(path, table_type=table_type, version=version)
     writer = HoodieWriter(table)
     writer.insert(_rows(list(range(12)), 0))
     for n in range(1, UPSERTS + 1):

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import fastavro
-import pyarrow as pa
 import pytest
 
 from hoodie.config.table_config import TableType, TableVersion
@@ -47,19 +46,12 @@ from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.instant_time import normalize, parse_instant_time
 from hoodie.transaction.heartbeat import HeartbeatConfig
-from hoodie.write.create import create_table
 from hoodie.write.writer import HoodieWriter
 from tests.conftest import NO_METADATA_TABLE, hudi_rs_rows
+from tests.tables import new_table, rows
 
-SCHEMA = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("v", pa.string()), ("p", pa.string())])
 VERSIONS = [TableVersion.SIX, TableVersion.EIGHT, TableVersion.NINE]
 FILE_VERSIONS = CleaningPolicy.KEEP_LATEST_FILE_VERSIONS
-
-
-def _rows(ids: Any, ts: int) -> pa.Table:
-    return pa.Table.from_pylist(
-        [{"id": f"k{i}", "ts": ts, "v": f"v{i}@{ts}", "p": f"p{i % 3}"} for i in ids], schema=SCHEMA
-    )
 
 
 def _compact(path: Path) -> str:
@@ -72,23 +64,14 @@ def _compact(path: Path) -> str:
 
 def _table(path: Path, table_type: TableType, version: TableVersion, rounds: int = 6) -> HoodieTable:
     """Many versions per file group: upserts (and, for MERGE_ON_READ, a compaction every two)."""
-    table = create_table(
-        str(path),
-        table_name="t",
-        table_type=table_type,
-        schema=SCHEMA,
-        record_key_fields=["id"],
-        partition_fields=["p"],
-        ordering_fields=["ts"],
-        table_version=version,
-    )
+    table = new_table(path, table_type=table_type, version=version)
     writer = HoodieWriter(table)
-    writer.insert(_rows(range(30), 1))
+    writer.insert(rows(range(30), 1))
     for k in range(rounds):
-        writer.upsert(_rows(range(k % 3, 30, 2 + k % 2), k + 2))
+        writer.upsert(rows(range(k % 3, 30, 2 + k % 2), k + 2))
         if table_type is TableType.MERGE_ON_READ and k % 2 == 1:
             _compact(path)
-    writer.delete(_rows([4, 5], 99).select(["id", "p"]))
+    writer.delete(rows([4, 5], 99).select(["id", "p"]))
     return HoodieTable.open(str(path))
 
 
@@ -326,10 +309,10 @@ def test_num_commits_trigger_counts_commits_since_the_last_clean(tmp_path: Path)
     _table(path, TableType.COPY_ON_WRITE, TableVersion.EIGHT)
     _clean(path, CleanPolicy(commits_retained=2))
     writer = HoodieWriter(HoodieTable.open(str(path)))
-    writer.upsert(_rows(range(0, 30, 2), 50))
+    writer.upsert(rows(range(0, 30, 2), 50))
     gated = CleanPolicy(commits_retained=2, trigger=CleanTrigger.NUM_COMMITS, max_commits=2)
     assert schedule_clean(ServiceContext(HoodieTable.open(str(path))), gated) is None
-    writer.upsert(_rows(range(0, 30, 2), 51))
+    writer.upsert(rows(range(0, 30, 2), 51))
     scheduled = schedule_clean(ServiceContext(HoodieTable.open(str(path))), gated)
     assert scheduled is not None and scheduled.reason.startswith("NUM_COMMITS: 2 commit(s)")
 
@@ -385,7 +368,7 @@ def test_savepointed_files_survive(tmp_path: Path, version: TableVersion) -> Non
 def test_pending_compaction_inputs_survive(tmp_path: Path, version: TableVersion) -> None:
     path = tmp_path / "t"
     _table(path, TableType.MERGE_ON_READ, version)
-    HoodieWriter(HoodieTable.open(str(path))).upsert(_rows(range(0, 30, 3), 60))
+    HoodieWriter(HoodieTable.open(str(path))).upsert(rows(range(0, 30, 3), 60))
     ctx = ServiceContext(HoodieTable.open(str(path)))
     scheduled = schedule_compaction(ctx, CompactionPolicy())
     assert scheduled is not None and scheduled.instant_time is not None
@@ -396,7 +379,7 @@ def test_pending_compaction_inputs_survive(tmp_path: Path, version: TableVersion
         for n in ([op.data_file_path] if op.data_file_path else []) + list(op.delta_file_paths or ())
     }
     snapshot = hudi_rs_rows(path)
-    rows = _read(path)
+    before = _read(path)
 
     plan, _, _ = _clean(path, CleanPolicy(policy=FILE_VERSIONS, file_versions_retained=1))
 
@@ -404,7 +387,7 @@ def test_pending_compaction_inputs_survive(tmp_path: Path, version: TableVersion
     assert _planned(plan, path), "older slices of the same groups are still cleaned"
     assert hudi_rs_rows(path) == snapshot
     execute_compaction(ServiceContext(HoodieTable.open(str(path))), scheduled.instant_time, LocalRunner())
-    assert _read(path) == rows
+    assert _read(path) == before
 
 
 def _request_clustering(path: Path, slices: list[tuple[str, str]]) -> str:
@@ -448,7 +431,7 @@ def test_pending_clustering_holds_retention_back_and_keeps_its_inputs(tmp_path: 
     older = slices[2][1][0]
     clustering = _request_clustering(path, [("p0", older.split("/", 1)[1])])
     for k in range(3):  # writes after it, away from the clustered partition
-        HoodieWriter(HoodieTable.open(str(path))).upsert(_rows([1, 2, 4], 70 + k))
+        HoodieWriter(HoodieTable.open(str(path))).upsert(rows([1, 2, 4], 70 + k))
 
     # The earliest commit to retain never passes the oldest pending instant.
     by_commits = plan_clean(HoodieTable.open(str(path)), CleanPolicy(commits_retained=1))
@@ -470,20 +453,20 @@ def test_replaced_groups_go_once_outside_retention(tmp_path: Path) -> None:
     path = tmp_path / "t"
     _table(path, TableType.COPY_ON_WRITE, TableVersion.EIGHT, rounds=3)
     table = HoodieTable.open(str(path))
-    result = HoodieWriter(table).insert_overwrite(_rows([0, 3, 6], 80))
+    result = HoodieWriter(table).insert_overwrite(rows([0, 3, 6], 80))
     replaced_ids = set(result.replaced_file_groups["p0"])
     replaced = _files_of_groups(path, "p0", replaced_ids)
     assert replaced
     writer = HoodieWriter(HoodieTable.open(str(path)))
-    writer.upsert(_rows([1, 2], 81))
-    writer.upsert(_rows([1, 2], 82))
+    writer.upsert(rows([1, 2], 81))
+    writer.upsert(rows([1, 2], 82))
     snapshot = hudi_rs_rows(path)
 
     # The replace commit is still inside retention: its replaced groups stay (time travel needs them).
     inside, _, _ = _clean(path, CleanPolicy(commits_retained=3))
     assert replaced <= _data_files(path) and not replaced & _planned(inside, path)
     assert hudi_rs_rows(path) == snapshot
-    HoodieWriter(HoodieTable.open(str(path))).upsert(_rows([1, 2], 83))
+    HoodieWriter(HoodieTable.open(str(path))).upsert(rows([1, 2], 83))
     snapshot = hudi_rs_rows(path)
     outside, meta, _ = _clean(path, CleanPolicy(commits_retained=2))
     assert replaced <= _planned(outside, path)
@@ -515,8 +498,8 @@ def test_a_deleted_partition_loses_its_folder(tmp_path: Path) -> None:
     )
     ctx.complete(inflight, meta.to_bytes(8))
     writer = HoodieWriter(HoodieTable.open(str(path)))
-    writer.upsert(_rows([0, 1], 90))
-    writer.upsert(_rows([0, 1], 91))
+    writer.upsert(rows([0, 1], 90))
+    writer.upsert(rows([0, 1], 91))
     snapshot = hudi_rs_rows(path)
     assert snapshot and all("'p': 'p2'" not in r for r in snapshot)
 
@@ -537,12 +520,12 @@ def test_incremental_mode_scans_only_partitions_written_since_the_last_clean(tmp
     _table(path, TableType.COPY_ON_WRITE, TableVersion.EIGHT)
     p0_keys = range(0, 30, 3)
     for k in range(2):
-        HoodieWriter(HoodieTable.open(str(path))).upsert(_rows(p0_keys, 100 + k))
+        HoodieWriter(HoodieTable.open(str(path))).upsert(rows(p0_keys, 100 + k))
     first = plan_clean(HoodieTable.open(str(path)), CleanPolicy(commits_retained=2))
     assert first.partitions_scanned == ["p0", "p1", "p2"]  # no clean yet: a full scan
     _clean(path, CleanPolicy(commits_retained=2))
     for k in range(3):
-        HoodieWriter(HoodieTable.open(str(path))).upsert(_rows(p0_keys, 110 + k))
+        HoodieWriter(HoodieTable.open(str(path))).upsert(rows(p0_keys, 110 + k))
 
     incremental = plan_clean(HoodieTable.open(str(path)), CleanPolicy(commits_retained=2))
     full = plan_clean(HoodieTable.open(str(path)), CleanPolicy(commits_retained=2, incremental=False))
@@ -559,13 +542,13 @@ def test_a_deleted_savepoint_brings_its_partitions_back_into_incremental_cleanin
     path = tmp_path / "t"
     _table(path, TableType.COPY_ON_WRITE, version)
     p0_keys, p1_keys = range(0, 30, 3), range(1, 30, 3)
-    HoodieWriter(HoodieTable.open(str(path))).upsert(_rows(p1_keys, 100))  # a commit writing only p1
+    HoodieWriter(HoodieTable.open(str(path))).upsert(rows(p1_keys, 100))  # a commit writing only p1
     saved_at = _writes(path)[-1]
     saved = _savepoint(path, saved_at)
     for k in range(2):  # the savepointed p1 slice becomes an old one
-        HoodieWriter(HoodieTable.open(str(path))).upsert(_rows(p1_keys, 101 + k))
+        HoodieWriter(HoodieTable.open(str(path))).upsert(rows(p1_keys, 101 + k))
     for k in range(3):
-        HoodieWriter(HoodieTable.open(str(path))).upsert(_rows(p0_keys, 103 + k))
+        HoodieWriter(HoodieTable.open(str(path))).upsert(rows(p0_keys, 103 + k))
     _, meta, _ = _clean(path, CleanPolicy(commits_retained=2))
     assert (meta.extra_metadata or {}).get("savepointed_timestamps") == saved_at
     kept = {f for f in saved if f.startswith("p1/")}
@@ -575,7 +558,7 @@ def test_a_deleted_savepoint_brings_its_partitions_back_into_incremental_cleanin
     for f in timeline_dir.glob(f"{saved_at}*.savepoint*"):
         f.unlink()
     for k in range(3):
-        HoodieWriter(HoodieTable.open(str(path))).upsert(_rows(p0_keys, 110 + k))
+        HoodieWriter(HoodieTable.open(str(path))).upsert(rows(p0_keys, 110 + k))
 
     planning = plan_clean(HoodieTable.open(str(path)), CleanPolicy(commits_retained=2))
     # 0.14/0.15 add the partitions the deleted savepoint's commit wrote; 1.x rescans every partition.

@@ -42,10 +42,10 @@ from hoodie.services.layout import (
 )
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, State
-from hoodie.write.create import create_table
 from hoodie.write.options import WriteOptions
 from hoodie.write.writer import HoodieWriter
 from tests.conftest import NO_METADATA_TABLE, hudi_rs_rows
+from tests.tables import new_table
 
 SCHEMA = pa.schema(
     [("id", pa.string()), ("ts", pa.int64()), ("x", pa.int64()), ("y", pa.float64()), ("p", pa.string())]
@@ -78,16 +78,7 @@ def _our_table(
     nulls: bool = False,
 ) -> HoodieTable:
     """A table with ``batches`` small file groups per partition (p0, p1, p2), updates and deletes."""
-    table = create_table(
-        str(path),
-        table_name="t",
-        table_type=table_type,
-        schema=SCHEMA,
-        record_key_fields=["id"],
-        partition_fields=["p"],
-        ordering_fields=["ts"],
-        table_version=version,
-    )
+    table = new_table(path, table_type=table_type, version=version, schema=SCHEMA)
     writer = HoodieWriter(table, options=WriteOptions(small_file_limit=0))
     for b in range(batches):
         writer.insert(_rows(range(b * per_batch, (b + 1) * per_batch), b + 1, nulls=nulls))

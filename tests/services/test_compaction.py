@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import fastavro
-import pyarrow as pa
 import pytest
 
-from hoodie.config.table_config import TableType, TableVersion
+from hoodie.config.table_config import TableVersion
 from hoodie.errors import TableServiceError
 from hoodie.models.codec import load_schema
 from hoodie.models.compaction import CompactionPlan
@@ -26,36 +25,19 @@ from hoodie.services.compaction import (
 )
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, State
-from hoodie.write.create import create_table
 from hoodie.write.options import LogBlockFormat, WriteOptions
 from hoodie.write.writer import HoodieWriter
 from tests.conftest import NO_METADATA_TABLE, hudi_rs_rows
-
-SCHEMA = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("v", pa.string()), ("p", pa.string())])
-
-
-def _rows(ids: list[int], ts: int) -> pa.Table:
-    return pa.Table.from_pylist(
-        [{"id": f"k{i}", "ts": ts, "v": f"v{i}@{ts}", "p": f"p{i % 3}"} for i in ids], schema=SCHEMA
-    )
+from tests.tables import new_table, rows
 
 
 def _our_table(path: Path, version: TableVersion, block: LogBlockFormat = LogBlockFormat.AVRO) -> HoodieTable:
-    table = create_table(
-        str(path),
-        table_name="t",
-        table_type=TableType.MERGE_ON_READ,
-        schema=SCHEMA,
-        record_key_fields=["id"],
-        partition_fields=["p"],
-        ordering_fields=["ts"],
-        table_version=version,
-    )
+    table = new_table(path, version=version)
     writer = HoodieWriter(table, options=WriteOptions(log_block_format=block))
-    writer.insert(_rows(list(range(30)), 1))
-    writer.upsert(_rows(list(range(0, 30, 2)), 2))
-    writer.delete(_rows([3, 9], 3).select(["id", "p"]))
-    writer.upsert(_rows([1, 30, 31], 4))
+    writer.insert(rows(list(range(30)), 1))
+    writer.upsert(rows(list(range(0, 30, 2)), 2))
+    writer.delete(rows([3, 9], 3).select(["id", "p"]))
+    writer.upsert(rows([1, 30, 31], 4))
     return HoodieTable.open(str(path))
 
 

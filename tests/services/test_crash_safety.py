@@ -19,13 +19,13 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from hoodie.config.table_config import TableType, TableVersion
+from hoodie.config.table_config import TableVersion
 from hoodie.read.reader import TableReader
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action
-from hoodie.write.create import create_table
 from hoodie.write.writer import HoodieWriter
 from tests.conftest import hudi_rs_rows
+from tests.tables import new_table
 
 SCHEMA = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("p", pa.string())])
 FAST_HEARTBEAT = [
@@ -37,16 +37,7 @@ FAST_HEARTBEAT = [
 
 
 def _table(path: Path, version: TableVersion) -> None:
-    table = create_table(
-        str(path),
-        table_name="t",
-        table_type=TableType.MERGE_ON_READ,
-        schema=SCHEMA,
-        record_key_fields=["id"],
-        partition_fields=["p"],
-        ordering_fields=["ts"],
-        table_version=version,
-    )
+    table = new_table(path, version=version, schema=SCHEMA)
     writer = HoodieWriter(table)
     writer.insert(
         pa.table(

@@ -20,7 +20,7 @@ import fastavro
 import pyarrow as pa
 import pytest
 
-from hoodie.config.table_config import RecordMergeMode, TableType, TableVersion
+from hoodie.config.table_config import RecordMergeMode, TableVersion
 from hoodie.errors import TableServiceError
 from hoodie.file_group.log_block import BlockType, HeaderKey, LogBlock, encode_block
 from hoodie.file_group.log_reader import iter_blocks
@@ -45,19 +45,11 @@ from hoodie.services.logcompaction import (
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.instant_time import normalize
-from hoodie.write.create import create_table
 from hoodie.write.markers import IOType, WriteMarkers
 from hoodie.write.options import LogBlockFormat, WriteOptions
 from hoodie.write.writer import HoodieWriter
 from tests.conftest import NO_METADATA_TABLE, hudi_rs_rows
-
-SCHEMA = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("v", pa.string()), ("p", pa.string())])
-
-
-def _rows(ids: list[int], ts: int, schema: pa.Schema = SCHEMA, **extra: Any) -> pa.Table:
-    return pa.Table.from_pylist(
-        [{"id": f"k{i}", "ts": ts, "v": f"v{i}@{ts}", "p": f"p{i % 3}", **extra} for i in ids], schema=schema
-    )
+from tests.tables import SCHEMA, new_table, rows
 
 
 def _our_table(
@@ -68,26 +60,16 @@ def _our_table(
 ) -> HoodieTable:
     """Three file groups, each with a base file and many small log writes: upserts that win and
     lose on ordering, ties, commit-time deletes and revivals, deletes with ordering values."""
-    table = create_table(
-        str(path),
-        table_name="t",
-        table_type=TableType.MERGE_ON_READ,
-        schema=SCHEMA,
-        record_key_fields=["id"],
-        partition_fields=["p"],
-        ordering_fields=["ts"],
-        merge_mode=merge_mode,
-        table_version=version,
-    )
+    table = new_table(path, version=version, merge_mode=merge_mode)
     writer = HoodieWriter(table, options=WriteOptions(log_block_format=block))
-    writer.insert(_rows(list(range(30)), 1))
-    writer.upsert(_rows(list(range(0, 30, 2)), 5))
-    writer.delete(_rows([3, 9], 3).select(["id", "p"]))  # commit-time deletes (no ordering value)
-    writer.upsert(_rows([1, 30, 31], 4))
-    writer.delete(_rows([4, 5, 12], 7))  # deletes carrying ordering values
-    writer.upsert(_rows([3, 5, 6], 2))  # revives 3; loses to the delete of 5 and the update of 6
-    writer.upsert(_rows([5, 8, 10], 5))  # ties with the earlier update of 8 and 10
-    writer.upsert(_rows([5, 13], 9))
+    writer.insert(rows(list(range(30)), 1))
+    writer.upsert(rows(list(range(0, 30, 2)), 5))
+    writer.delete(rows([3, 9], 3).select(["id", "p"]))  # commit-time deletes (no ordering value)
+    writer.upsert(rows([1, 30, 31], 4))
+    writer.delete(rows([4, 5, 12], 7))  # deletes carrying ordering values
+    writer.upsert(rows([3, 5, 6], 2))  # revives 3; loses to the delete of 5 and the update of 6
+    writer.upsert(rows([5, 8, 10], 5))  # ties with the earlier update of 8 and 10
+    writer.upsert(rows([5, 13], 9))
     return HoodieTable.open(str(path))
 
 
@@ -196,31 +178,22 @@ def test_readers_use_the_merged_log_instead_of_the_logs_it_covers(
     covered blocks as well would still see the originals (higher ordering wins); ours and hudi-rs
     see the rewritten ones, so both skip the covered blocks."""
     path = tmp_path / "t"
-    table = create_table(
-        str(path),
-        table_name="t",
-        table_type=TableType.MERGE_ON_READ,
-        schema=SCHEMA,
-        record_key_fields=["id"],
-        partition_fields=["p"],
-        ordering_fields=["ts"],
-        table_version=version,
-    )
+    table = new_table(path, version=version)
     writer = HoodieWriter(table)
-    writer.insert(_rows([0, 3], 1))
-    writer.upsert(_rows([0], 5))
-    writer.upsert(_rows([3], 5))
+    writer.insert(rows([0, 3], 1))
+    writer.upsert(rows([0], 5))
+    writer.upsert(rows([3], 5))
     old_logs = _log_files(path)
     instant = _log_compact(path)
     (merged_log,) = _log_files(path) - old_logs
     rewritten = []
     for block in iter_blocks((path / merged_log).read_bytes(), merged_log):
         assert block.block_type is BlockType.AVRO_DATA and block.schema and instant == block.instant_time
-        rows = decode_data_block(block, avro_to_arrow_schema(json.loads(block.schema)))
-        rows = rows.set_column(
-            rows.schema.get_field_index("ts"), "ts", pa.array([3] * rows.num_rows, pa.int64())
+        records = decode_data_block(block, avro_to_arrow_schema(json.loads(block.schema)))
+        records = records.set_column(
+            records.schema.get_field_index("ts"), "ts", pa.array([3] * records.num_rows, pa.int64())
         )
-        content = encode_avro_block_content(rows, json.loads(block.schema))
+        content = encode_avro_block_content(records, json.loads(block.schema))
         rewritten.append(encode_block(block.block_type, dict(block.header), content))
     (path / merged_log).write_bytes(b"".join(rewritten))
     for reader_rows in (hudi_rs_rows(path), _snapshot(path)):
@@ -254,21 +227,12 @@ def test_commit_time_ordering(tmp_path: Path) -> None:
 def test_data_rows_flagged_deleted_become_delete_entries(tmp_path: Path) -> None:
     schema = SCHEMA.append(pa.field("_hoodie_is_deleted", pa.bool_()))
     path = tmp_path / "t"
-    table = create_table(
-        str(path),
-        table_name="t",
-        table_type=TableType.MERGE_ON_READ,
-        schema=schema,
-        record_key_fields=["id"],
-        partition_fields=["p"],
-        ordering_fields=["ts"],
-        table_version=TableVersion.NINE,
-    )
+    table = new_table(path, version=TableVersion.NINE, schema=schema)
     writer = HoodieWriter(table)
-    writer.insert(_rows(list(range(9)), 1, schema, _hoodie_is_deleted=False))
-    writer.upsert(_rows([0, 3], 3, schema, _hoodie_is_deleted=True))
-    writer.upsert(_rows([3], 4, schema, _hoodie_is_deleted=False))  # revived
-    writer.upsert(_rows([6], 0, schema, _hoodie_is_deleted=True))  # older than the base row: ignored
+    writer.insert(rows(list(range(9)), 1, schema=schema, _hoodie_is_deleted=False))
+    writer.upsert(rows([0, 3], 3, schema=schema, _hoodie_is_deleted=True))
+    writer.upsert(rows([3], 4, schema=schema, _hoodie_is_deleted=False))  # revived
+    writer.upsert(rows([6], 0, schema=schema, _hoodie_is_deleted=True))  # older than the base row: ignored
     before = _snapshot(path)
     assert len(before) == 8
     instant = _log_compact(path)
@@ -292,8 +256,8 @@ def test_a_second_log_compaction_covers_the_first(tmp_path: Path) -> None:
     # Nothing new since: every slice is one log compaction's output already.
     assert schedule_log_compaction(ServiceContext(HoodieTable.open(str(path))), LogCompactionPolicy()) is None
     writer = HoodieWriter(HoodieTable.open(str(path)))
-    writer.upsert(_rows([0, 1, 2, 40], 11))
-    writer.delete(_rows([0, 13], 12))
+    writer.upsert(rows([0, 1, 2, 40], 11))
+    writer.delete(rows([0, 13], 12))
     before, before_rs = _snapshot(path), hudi_rs_rows(path)
     second = _log_compact(path)
     assert _snapshot(path) == before and hudi_rs_rows(path) == before_rs
@@ -312,8 +276,8 @@ def test_threshold_and_enable_options(tmp_path: Path) -> None:
     path = tmp_path / "t"
     _our_table(path, TableVersion.EIGHT)
     writer = HoodieWriter(HoodieTable.open(str(path)))
-    writer.upsert(_rows([0], 12))
-    writer.upsert(_rows([0], 13))  # k0's group now has six logs
+    writer.upsert(rows([0], 12))
+    writer.upsert(rows([0], 13))  # k0's group now has six logs
     table = HoodieTable.open(str(path))
     slices = table.file_system_view().latest_file_slices()
     logs = {s.file_id: len(s.log_files) for s in slices if s.log_files}  # new keys made base-only groups
@@ -521,12 +485,12 @@ def _random_batch(rng: random.Random, n: int) -> pa.Table | DeleteEntries:
         ]
         picks = [rng.choice(choices) for _ in keys]
         return DeleteEntries(pa.array(keys, pa.string()), [p[0] for p in picks], [p[1] for p in picks])
-    rows = [
+    records = [
         {"_hoodie_record_key": k, "_hoodie_partition_path": "p", "v": f"{k}#{n}.{i}"}
         | {"ts": rng.choice([None, 0, 1, 2, 3, 4, 5]), "_hoodie_is_deleted": rng.random() < 0.15}
         for i, k in enumerate(keys)
     ]
-    return pa.Table.from_pylist(rows, schema=_ROW_SCHEMA)
+    return pa.Table.from_pylist(records, schema=_ROW_SCHEMA)
 
 
 def _as_written(merged: LogSurvivors, merge: MergeConfig) -> list[pa.Table | DeleteEntries]:

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import fastavro
-import pyarrow as pa
 import pytest
 
 from hoodie.config.table_config import TableType, TableVersion
@@ -29,11 +28,10 @@ from hoodie.services.rollback import RollbackService, execute_rollback, rollback
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.transaction.heartbeat import Heartbeat, HeartbeatConfig
-from hoodie.write.create import create_table
 from hoodie.write.writer import HoodieWriter
 from tests.conftest import fixture_path, hudi_rs_rows
+from tests.tables import new_table, rows
 
-SCHEMA = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("v", pa.string()), ("p", pa.string())])
 VERSIONS = [TableVersion.SIX, TableVersion.EIGHT, TableVersion.NINE]
 FAST = HeartbeatConfig(interval_ms=1, tolerable_misses=1)
 
@@ -61,26 +59,11 @@ class DyingRunner:
         raise Killed
 
 
-def _rows(ids: Sequence[int], ts: int) -> pa.Table:
-    return pa.Table.from_pylist(
-        [{"id": f"k{i}", "ts": ts, "v": f"v{i}@{ts}", "p": f"p{i % 3}"} for i in ids], schema=SCHEMA
-    )
-
-
 def _table(path: Path, version: TableVersion, table_type: TableType) -> HoodieTable:
-    table = create_table(
-        str(path),
-        table_name="t",
-        table_type=table_type,
-        schema=SCHEMA,
-        record_key_fields=["id"],
-        partition_fields=["p"],
-        ordering_fields=["ts"],
-        table_version=version,
-    )
+    table = new_table(path, table_type=table_type, version=version)
     writer = HoodieWriter(table)
-    writer.insert(_rows(range(12), 1))
-    writer.upsert(_rows(range(0, 12, 2), 2))
+    writer.insert(rows(range(12), 1))
+    writer.upsert(rows(range(0, 12, 2), 2))
     return HoodieTable.open(str(path))
 
 
@@ -96,7 +79,7 @@ def _data_files(path: Path) -> set[str]:
 def _fail_a_write(path: Path) -> str:
     """An upsert (updates and an insert) that dies after writing its files; returns its instant."""
     with pytest.raises(Killed):
-        KilledWriter(HoodieTable.open(str(path))).upsert(_rows([1, 2, 3, 4, 40], 3))
+        KilledWriter(HoodieTable.open(str(path))).upsert(rows([1, 2, 3, 4, 40], 3))
     pending = HoodieTable.open(str(path)).reload().pending().writes()
     assert len(pending) == 1 and pending.instants[0].is_inflight
     return pending.instants[0].requested_time
@@ -179,7 +162,7 @@ def test_a_failed_write_is_rolled_back(tmp_path: Path, version: TableVersion, ta
             block.is_rollback and block.target_instant_time == failed and block.instant_time == rollback_time
         )
     # Later writes keep working on top of the rollback blocks (new log versions), for both readers.
-    HoodieWriter(HoodieTable.open(str(path))).upsert(_rows([0, 1, 5], 9))
+    HoodieWriter(HoodieTable.open(str(path))).upsert(rows([0, 1, 5], 9))
     assert _snapshot(path) != before and hudi_rs_rows(path) == _snapshot(path)
 
 

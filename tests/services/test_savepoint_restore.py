@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import io
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import fastavro
-import pyarrow as pa
 import pytest
 
 from hoodie.config.table_config import TableType, TableVersion
@@ -36,11 +34,10 @@ from hoodie.services.savepoint import (
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.transaction.heartbeat import Heartbeat, HeartbeatConfig
-from hoodie.write.create import create_table
 from hoodie.write.writer import HoodieWriter
 from tests.conftest import hudi_rs_rows
+from tests.tables import new_table, rows
 
-SCHEMA = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("v", pa.string()), ("p", pa.string())])
 VERSIONS = [TableVersion.SIX, TableVersion.EIGHT, TableVersion.NINE]
 TYPES = [TableType.COPY_ON_WRITE, TableType.MERGE_ON_READ]
 
@@ -57,27 +54,12 @@ class KilledWriter(HoodieWriter):
         return None
 
 
-def _rows(ids: Sequence[int], ts: int) -> pa.Table:
-    return pa.Table.from_pylist(
-        [{"id": f"k{i}", "ts": ts, "v": f"v{i}@{ts}", "p": f"p{i % 3}"} for i in ids], schema=SCHEMA
-    )
-
-
 def _table(path: Path, version: TableVersion, table_type: TableType) -> tuple[HoodieTable, list[str]]:
     """A table after an insert and an upsert; returns it and the two instants."""
-    table = create_table(
-        str(path),
-        table_name="t",
-        table_type=table_type,
-        schema=SCHEMA,
-        record_key_fields=["id"],
-        partition_fields=["p"],
-        ordering_fields=["ts"],
-        table_version=version,
-    )
+    table = new_table(path, table_type=table_type, version=version)
     writer = HoodieWriter(table)
-    first = writer.insert(_rows(range(12), 1)).instant.requested_time
-    second = writer.upsert(_rows(range(0, 12, 2), 2)).instant.requested_time
+    first = writer.insert(rows(range(12), 1)).instant.requested_time
+    second = writer.upsert(rows(range(0, 12, 2), 2)).instant.requested_time
     return HoodieTable.open(str(path)), [first, second]
 
 
@@ -131,7 +113,7 @@ def test_savepoint_lists_the_latest_slices(
     assert tl.get(second).action.completed_action is not Action.SAVEPOINT  # type: ignore[union-attr]
     assert tl.states_of(second, Action.SAVEPOINT) == (State.INFLIGHT, State.COMPLETED)
     # Later writes do not change what the savepoint keeps; clean asks savepointed_files.
-    HoodieWriter(HoodieTable.open(str(path))).upsert(_rows(range(6), 3))
+    HoodieWriter(HoodieTable.open(str(path))).upsert(rows(range(6), 3))
     kept = {(p, n) for p, names in listed.items() for n in names}
     assert savepointed_files(table) == kept and all((path / p / n).exists() for p, n in kept)
     assert service_named("savepoint").pending(table, table.reload()) == []
@@ -197,16 +179,16 @@ def test_restore_returns_the_table_to_the_savepoint(
     at_savepoint, at_savepoint_rs, files_at_savepoint = _snapshot(path), hudi_rs_rows(path), _data_files(path)
     as_of_first = _snapshot(path, first)
     writer = HoodieWriter(HoodieTable.open(str(path)))
-    later = [writer.upsert(_rows([1, 2, 3, 30, 31], 3)).instant.requested_time]
-    later.append(writer.delete(_rows([4, 5], 4).select(["id", "p"])).instant.requested_time)
+    later = [writer.upsert(rows([1, 2, 3, 30, 31], 3)).instant.requested_time]
+    later.append(writer.delete(rows([4, 5], 4).select(["id", "p"])).instant.requested_time)
     if table_type is TableType.MERGE_ON_READ:
         ctx = ServiceContext(HoodieTable.open(str(path)))
         compaction = schedule_compaction(ctx, CompactionPolicy())
         assert compaction is not None and compaction.instant_time is not None
         later.append(execute_compaction(ctx, compaction.instant_time, LocalRunner()).instant.requested_time)
-        later.append(writer.upsert(_rows([0, 6, 7], 5)).instant.requested_time)
+        later.append(writer.upsert(rows([0, 6, 7], 5)).instant.requested_time)
     with pytest.raises(Killed):
-        KilledWriter(HoodieTable.open(str(path))).upsert(_rows([8, 9, 50], 6))
+        KilledWriter(HoodieTable.open(str(path))).upsert(rows([8, 9, 50], 6))
     failed = HoodieTable.open(str(path)).reload().pending().writes().instants[0].requested_time
     later.append(failed)
     assert _snapshot(path) != at_savepoint
@@ -247,7 +229,7 @@ def test_restore_returns_the_table_to_the_savepoint(
         assert extra and all(LogFile.parse(f.rsplit("/", 1)[-1]) is not None for f in extra)
         assert all(_rolled_back_only(path, f, set(later)) for f in extra)
     # The table takes writes again, and both readers agree.
-    HoodieWriter(HoodieTable.open(str(path))).upsert(_rows([1, 60], 7))
+    HoodieWriter(HoodieTable.open(str(path))).upsert(rows([1, 60], 7))
     assert hudi_rs_rows(path) == _snapshot(path) != at_savepoint
 
 
@@ -263,7 +245,7 @@ def test_restore_refuses_savepointed_commits_and_live_writers(tmp_path: Path) ->
         schedule_restore(ctx, first)
     assert delete_savepoint(ctx, second)
     with pytest.raises(Killed):
-        KilledWriter(HoodieTable.open(str(path))).upsert(_rows([1], 3))
+        KilledWriter(HoodieTable.open(str(path))).upsert(rows([1], 3))
     failed = table.reload().pending().writes().instants[0].requested_time
     Heartbeat(table.fileio, table.paths, failed, HeartbeatConfig()).beat()
     with pytest.raises(TableServiceError, match="heartbeat is alive"):

@@ -1,0 +1,119 @@
+"""Tasks that read file slices (compaction, log compaction, clustering), on both sides.
+
+The driver fixes the timeline a job reads by: the writes completed when the instant went
+inflight, the first of them (older instants were archived, so they count as committed), and the
+latest. Every executor task reads its slice by that same view, whatever completes meanwhile, so
+each file group is merged as of one point of the timeline.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from hoodie.errors import TableServiceError
+from hoodie.io.fileio import FileInfo, FileIO
+from hoodie.merge.config import resolve_merge_config
+from hoodie.models.commit import WriteStat
+from hoodie.read.reader import table_schema
+from hoodie.read.slice_reader import SliceReadOptions
+from hoodie.services.base import ServiceContext, Task, open_table_for_task
+from hoodie.table import HoodieTable
+from hoodie.timeline.instant_time import normalize
+from hoodie.timeline.timeline import ActiveTimeline
+
+COMPRESSION_KEY = "hoodie.parquet.compression.codec"
+
+
+def latest_writer_schema(table: HoodieTable, service: str) -> dict[str, Any]:
+    """The table's latest Avro schema; a table without one has nothing for ``service`` to do."""
+    schema_json = table.latest_schema_json()
+    if schema_json is None:
+        raise TableServiceError(f"{table.base_path} has no schema; nothing for {service} to do")
+    return schema_json
+
+
+def slice_task_fields(
+    ctx: ServiceContext, timeline: ActiveTimeline, instant_time: str, avro_schema: dict[str, Any]
+) -> Task:
+    """The fields every task of the job at ``instant_time`` carries; ``timeline`` is fresh."""
+    completed = timeline.completed().writes()
+    first, last = completed.first(), completed.last()
+    return {
+        **ctx.task_base(),
+        "instant_time": instant_time,
+        "arrow_schema": table_schema(ctx.table).serialize().to_pybytes().hex(),
+        "avro_schema": json.dumps(avro_schema),
+        "completed_instants": [i.requested_time for i in completed],
+        "timeline_start": first.requested_time if first else None,
+        "latest_instant": last.requested_time if last else None,
+        "compression": ctx.options.get(COMPRESSION_KEY, "gzip"),
+    }
+
+
+@dataclass(frozen=True)
+class SliceTask:
+    """An executor's view of a slice-reading task."""
+
+    table: HoodieTable
+    instant_time: str
+    schema: pa.Schema
+    avro_schema: dict[str, Any]
+    latest_instant: str | None
+    compression: str
+    completed: frozenset[str]
+    timeline_start: str | None
+
+    @classmethod
+    def of(cls, task: Task) -> SliceTask:
+        start = task.get("timeline_start")
+        return cls(
+            table=open_table_for_task(task),
+            instant_time=str(task["instant_time"]),
+            schema=pa.ipc.read_schema(pa.py_buffer(bytes.fromhex(task["arrow_schema"]))),
+            avro_schema=json.loads(task["avro_schema"]),
+            latest_instant=task.get("latest_instant"),
+            compression=str(task.get("compression", "gzip")),
+            completed=frozenset(task["completed_instants"]),
+            timeline_start=normalize(start) if start else None,
+        )
+
+    def is_committed(self, instant_time: str) -> bool:
+        """Completed when the job started, or older than the active timeline (archived)."""
+        return instant_time in self.completed or (
+            self.timeline_start is not None and normalize(instant_time) < self.timeline_start
+        )
+
+    def read_options(self, **overrides: Any) -> SliceReadOptions:
+        """How to read this task's slices by the job's view of the timeline."""
+        fields: dict[str, Any] = {
+            "schema": self.schema,
+            "merge": resolve_merge_config(self.table.config),
+            "table_version": self.table.table_version,
+            "is_committed": self.is_committed,
+            "latest_instant": self.latest_instant,
+        }
+        return SliceReadOptions(**(fields | overrides))
+
+
+def require_files(fileio: FileIO, paths: Iterable[str], what: str) -> list[FileInfo]:
+    """The entries of ``paths``; each must exist, since a plan named it (``what`` names the job)."""
+    out = []
+    for path in paths:
+        info = fileio.info(path)
+        if info is None:
+            raise TableServiceError(f"{what}: {path} named by the plan does not exist")
+        out.append(info)
+    return out
+
+
+def stats_by_partition(stats: Sequence[WriteStat]) -> dict[str, list[WriteStat]]:
+    """Write stats grouped as commit metadata holds them."""
+    out: dict[str, list[WriteStat]] = {}
+    for s in stats:
+        out.setdefault(s.partition_path or "", []).append(s)
+    return out
