@@ -34,7 +34,7 @@ import datetime as dt
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar, NoReturn, TypeVar
+from typing import ClassVar, NoReturn
 
 from hoodie.config.table_config import TableType
 from hoodie.errors import TableServiceError
@@ -48,7 +48,9 @@ from hoodie.services.base import (
     crash_point,
     register_service,
 )
+from hoodie.services.clean_planner import COMMITS_RETAINED_KEYS, HOURS_RETAINED_KEYS, POLICY_KEYS
 from hoodie.services.compaction import TriggerStrategy
+from hoodie.services.options import bool_option, enum_option, int_option
 from hoodie.table import HoodieTable
 from hoodie.timeline.archived import write_archive_file
 from hoodie.timeline.archived_instant import InstantFiles
@@ -64,65 +66,11 @@ log = logging.getLogger(__name__)
 SAVEPOINTED_TIMESTAMPS = "savepointed_timestamps"
 """Extra-metadata key of a cleaner plan listing the savepoints the clean had to keep."""
 
-_E = TypeVar("_E", CleaningPolicy, TriggerStrategy)
 _COMMIT_ACTIONS = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT)
 _REPLACE_ACTIONS = (Action.REPLACE_COMMIT, Action.CLUSTERING)
 
 
 # -- configuration ----------------------------------------------------------------------------
-
-
-Keys = str | tuple[str, ...]
-"""A setting's key, or its spellings (the current one first, then those Hudi also accepts)."""
-
-CLEANER_POLICY_KEYS = ("hoodie.clean.policy", "hoodie.cleaner.policy")
-CLEANER_COMMITS_KEYS = ("hoodie.clean.commits.retained", "hoodie.cleaner.commits.retained")
-CLEANER_HOURS_KEYS = ("hoodie.clean.hours.retained", "hoodie.cleaner.hours.retained")
-
-
-def _lookup(options: Mapping[str, str], keys: Keys) -> tuple[str, str] | None:
-    for key in (keys,) if isinstance(keys, str) else keys:
-        raw = options.get(key)
-        if raw is not None and raw.strip():
-            return key, raw
-    return None
-
-
-def _int(options: Mapping[str, str], keys: Keys, default: int, minimum: int) -> int:
-    found = _lookup(options, keys)
-    if found is None:
-        return default
-    key, raw = found
-    try:
-        value = int(raw.strip())
-    except ValueError as e:
-        raise TableServiceError(f"{key}={raw!r} is not a whole number") from e
-    if value < minimum:
-        raise TableServiceError(f"{key}={value} must be at least {minimum}")
-    return value
-
-
-def _bool(options: Mapping[str, str], keys: Keys, default: bool) -> bool:
-    found = _lookup(options, keys)
-    if found is None:
-        return default
-    key, raw = found
-    value = raw.strip().lower()
-    if value not in ("true", "false"):
-        raise TableServiceError(f"{key}={raw!r} is neither true nor false")
-    return value == "true"
-
-
-def _enum_option(options: Mapping[str, str], keys: Keys, kind: type[_E], default: _E) -> _E:
-    found = _lookup(options, keys)
-    if found is None:
-        return default
-    key, raw = found
-    try:
-        return kind(raw.strip().upper())
-    except ValueError as e:
-        allowed = ", ".join(m.value for m in kind)
-        raise TableServiceError(f"unsupported {key}={raw!r} (supported: {allowed})") from e
 
 
 @dataclass(frozen=True)
@@ -153,28 +101,28 @@ class ArchivalPolicy:
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> ArchivalPolicy:
-        if _bool(options, "hoodie.archive.merge.enable", False):
+        if bool_option(options, "hoodie.archive.merge.enable", False):
             log.info("hoodie.archive.merge.enable is ignored: Hudi 1.x never merges archive files")
-        limit = _int(options, "hoodie.archive.limit.instants", 0, 1) or None
+        limit = int_option(options, "hoodie.archive.limit.instants", 0, 1) or None
         return cls(
-            min_commits=_int(options, "hoodie.keep.min.commits", 20, 1),
-            max_commits=_int(options, "hoodie.keep.max.commits", 30, 1),
-            archival_batch=_int(options, "hoodie.commits.archival.batch", 10, 1),
-            beyond_savepoint=_bool(options, "hoodie.archive.beyond.savepoint", False),
-            history_compaction_batch=_int(options, "hoodie.timeline.compaction.batch.size", 10, 2),
+            min_commits=int_option(options, "hoodie.keep.min.commits", 20, 1),
+            max_commits=int_option(options, "hoodie.keep.max.commits", 30, 1),
+            archival_batch=int_option(options, "hoodie.commits.archival.batch", 10, 1),
+            beyond_savepoint=bool_option(options, "hoodie.archive.beyond.savepoint", False),
+            history_compaction_batch=int_option(options, "hoodie.timeline.compaction.batch.size", 10, 2),
             limit_instants=limit,
-            cleaner_policy=_enum_option(
-                options, CLEANER_POLICY_KEYS, CleaningPolicy, CleaningPolicy.KEEP_LATEST_COMMITS
+            cleaner_policy=enum_option(
+                options, POLICY_KEYS, CleaningPolicy, CleaningPolicy.KEEP_LATEST_COMMITS
             ),
-            cleaner_commits_retained=_int(options, CLEANER_COMMITS_KEYS, 10, 0),
-            cleaner_hours_retained=_int(options, CLEANER_HOURS_KEYS, 24, 0),
-            compaction_trigger=_enum_option(
+            cleaner_commits_retained=int_option(options, COMMITS_RETAINED_KEYS, 10, 0),
+            cleaner_hours_retained=int_option(options, HOURS_RETAINED_KEYS, 24, 0),
+            compaction_trigger=enum_option(
                 options,
                 "hoodie.compact.inline.trigger.strategy",
                 TriggerStrategy,
                 TriggerStrategy.NUM_COMMITS,
             ),
-            compaction_max_delta_commits=_int(options, "hoodie.compact.inline.max.delta.commits", 5, 1),
+            compaction_max_delta_commits=int_option(options, "hoodie.compact.inline.max.delta.commits", 5, 1),
         )
 
 

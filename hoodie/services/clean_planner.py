@@ -35,12 +35,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from hoodie.errors import TableServiceError
 from hoodie.file_group.view import PARTITION_METAFILE
 from hoodie.io.fileio import FileIO, join
 from hoodie.models.clean import ActionInstant, CleanerPlan, CleanFileInfo, CleaningPolicy, CleanMetadata
 from hoodie.models.commit import ReplaceCommitMetadata
 from hoodie.models.savepoint import SavepointMetadata
+from hoodie.services.options import bool_option, enum_option, int_option, lookup
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.instant_time import format_instant_time, normalize
@@ -76,28 +76,6 @@ TRIGGER_KEYS = ("hoodie.clean.trigger.strategy", "hoodie.cleaner.trigger.strateg
 MAX_COMMITS_KEYS = ("hoodie.clean.max.commits", "hoodie.cleaner.trigger.max.commits")
 
 
-def _lookup(options: Mapping[str, str], keys: Sequence[str]) -> tuple[str, str] | None:
-    for key in keys:
-        value = options.get(key)
-        if value is not None and value.strip() != "":
-            return key, value.strip()
-    return None
-
-
-def _int_option(options: Mapping[str, str], keys: Sequence[str], default: int, minimum: int) -> int:
-    found = _lookup(options, keys)
-    if found is None:
-        return default
-    key, raw = found
-    try:
-        value = int(raw)
-    except ValueError as e:
-        raise TableServiceError(f"{key}={raw!r} is not a whole number") from e
-    if value < minimum:
-        raise TableServiceError(f"{key}={value} must be at least {minimum}")
-    return value
-
-
 @dataclass(frozen=True)
 class CleanPolicy:
     """How to clean, from Hudi's clean config keys; ``trigger=None`` schedules whenever files are due."""
@@ -112,14 +90,8 @@ class CleanPolicy:
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> CleanPolicy:
-        found = _lookup(options, POLICY_KEYS)
-        if found is not None:
-            key, raw = found
-            try:
-                policy = CleaningPolicy(raw.upper())
-            except ValueError as e:
-                allowed = ", ".join(p.value for p in CleaningPolicy)
-                raise TableServiceError(f"unsupported {key}={raw!r} (supported: {allowed})") from e
+        if lookup(options, POLICY_KEYS) is not None:
+            policy = enum_option(options, POLICY_KEYS, CleaningPolicy, CleaningPolicy.KEEP_LATEST_COMMITS)
         else:
             # Hudi infers the policy when exactly one retention setting is given.
             given = [
@@ -129,35 +101,24 @@ class CleanPolicy:
                     (CleaningPolicy.KEEP_LATEST_BY_HOURS, HOURS_RETAINED_KEYS),
                     (CleaningPolicy.KEEP_LATEST_FILE_VERSIONS, FILE_VERSIONS_RETAINED_KEYS),
                 )
-                if _lookup(options, keys) is not None
+                if lookup(options, keys) is not None
             ]
             policy = given[0] if len(given) == 1 else CleaningPolicy.KEEP_LATEST_COMMITS
         trigger: CleanTrigger | None = None
-        found_trigger = _lookup(options, TRIGGER_KEYS)
-        if found_trigger is not None:
-            key, raw = found_trigger
-            try:
-                trigger = CleanTrigger(raw.upper())
-            except ValueError as e:
-                raise TableServiceError(f"unsupported {key}={raw!r} (supported: NUM_COMMITS)") from e
-        elif _lookup(options, MAX_COMMITS_KEYS) is not None:
+        if lookup(options, TRIGGER_KEYS) is not None:
+            trigger = enum_option(options, TRIGGER_KEYS, CleanTrigger, CleanTrigger.NUM_COMMITS)
+        elif lookup(options, MAX_COMMITS_KEYS) is not None:
             trigger = CleanTrigger.NUM_COMMITS
-        incremental = True
-        found_incremental = _lookup(options, INCREMENTAL_KEYS)
-        if found_incremental is not None:
-            key, raw = found_incremental
-            if raw.lower() not in ("true", "false"):
-                raise TableServiceError(f"{key}={raw!r} must be true or false")
-            incremental = raw.lower() == "true"
+        incremental = bool_option(options, INCREMENTAL_KEYS, True)
         return cls(
             policy=policy,
-            commits_retained=_int_option(options, COMMITS_RETAINED_KEYS, 10, 0),
+            commits_retained=int_option(options, COMMITS_RETAINED_KEYS, 10, 0),
             # Zero versions would delete the latest slice of every file group: refused.
-            file_versions_retained=_int_option(options, FILE_VERSIONS_RETAINED_KEYS, 3, 1),
-            hours_retained=_int_option(options, HOURS_RETAINED_KEYS, 24, 0),
+            file_versions_retained=int_option(options, FILE_VERSIONS_RETAINED_KEYS, 3, 1),
+            hours_retained=int_option(options, HOURS_RETAINED_KEYS, 24, 0),
             incremental=incremental,
             trigger=trigger,
-            max_commits=_int_option(options, MAX_COMMITS_KEYS, 1, 0),
+            max_commits=int_option(options, MAX_COMMITS_KEYS, 1, 0),
         )
 
 

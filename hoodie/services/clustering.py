@@ -56,6 +56,7 @@ from hoodie.services.clustering_executor import (
     execute_clustering,
 )
 from hoodie.services.layout import parse_sort_columns
+from hoodie.services.options import bool_option, int_option
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant
 from hoodie.timeline.instant_time import normalize
@@ -102,26 +103,6 @@ class PartitionFilterMode(StrEnum):
     RECENT_DAYS = "RECENT_DAYS"
     SELECTED_PARTITIONS = "SELECTED_PARTITIONS"
     DAY_ROLLING = "DAY_ROLLING"
-
-
-def _int(options: Mapping[str, str], key: str, default: int) -> int:
-    raw = options.get(key)
-    if raw is None or raw.strip() == "":
-        return default
-    try:
-        return int(raw)
-    except ValueError as e:
-        raise TableServiceError(f"{key}={raw!r} is not a whole number") from e
-
-
-def _bool(options: Mapping[str, str], key: str, default: bool) -> bool:
-    raw = options.get(key)
-    if raw is None:
-        return default
-    value = raw.strip().lower()
-    if value not in ("true", "false"):
-        raise TableServiceError(f"{key}={raw!r} is not true or false")
-    return value == "true"
 
 
 @dataclass(frozen=True)
@@ -174,7 +155,7 @@ class ClusteringPolicy:
                 f"(supported: {', '.join(sorted(EXECUTION_STRATEGIES))})"
             )
         triggers = [
-            _int(options, key, 4)
+            int_option(options, key, 4)
             for key in ("hoodie.clustering.inline.max.commits", "hoodie.clustering.async.max.commits")
             if key in options
         ]
@@ -189,23 +170,23 @@ class ClusteringPolicy:
                 ) from e
         selected = tuple(p for p in (options.get(_PREFIX + "partition.selected") or "").split(",") if p)
         return cls(
-            small_file_limit=_int(options, _PREFIX + "small.file.limit", 300 * _MB),
-            target_file_max_bytes=_int(options, _PREFIX + "target.file.max.bytes", 1024 * _MB),
-            max_bytes_per_group=_int(options, _PREFIX + "max.bytes.per.group", 2048 * _MB),
-            max_num_groups=_int(options, _PREFIX + "max.num.groups", 30),
-            parquet_max_file_size=_int(options, "hoodie.parquet.max.file.size", 120 * _MB),
+            small_file_limit=int_option(options, _PREFIX + "small.file.limit", 300 * _MB),
+            target_file_max_bytes=int_option(options, _PREFIX + "target.file.max.bytes", 1024 * _MB),
+            max_bytes_per_group=int_option(options, _PREFIX + "max.bytes.per.group", 2048 * _MB),
+            max_num_groups=int_option(options, _PREFIX + "max.num.groups", 30),
+            parquet_max_file_size=int_option(options, "hoodie.parquet.max.file.size", 120 * _MB),
             sort_columns=(options.get(_PREFIX + "sort.columns") or "").strip() or None,
-            single_group_clustering=_bool(options, _PREFIX + "single.group.clustering.enabled", True),
+            single_group_clustering=bool_option(options, _PREFIX + "single.group.clustering.enabled", True),
             execution_strategy=execution,
-            preserve_commit_metadata=_bool(options, "hoodie.clustering.preserve.commit.metadata", True),
+            preserve_commit_metadata=bool_option(options, "hoodie.clustering.preserve.commit.metadata", True),
             filter_mode=mode,
             partition_regex=regex,
             partition_selected=selected,
             begin_partition=options.get(_PREFIX + "cluster.begin.partition") or None,
             end_partition=options.get(_PREFIX + "cluster.end.partition") or None,
-            lookback_partitions=_int(options, _PREFIX + "daybased.lookback.partitions", 2),
-            skip_latest_partitions=_int(options, _PREFIX + "daybased.skipfromlatest.partitions", 0),
-            incremental=_bool(options, incremental_key, True) if incremental_key in options else None,
+            lookback_partitions=int_option(options, _PREFIX + "daybased.lookback.partitions", 2),
+            skip_latest_partitions=int_option(options, _PREFIX + "daybased.skipfromlatest.partitions", 0),
+            incremental=bool_option(options, incremental_key, True) if incremental_key in options else None,
             max_commits=max(triggers) if triggers else None,
         )
 

@@ -44,6 +44,7 @@ from hoodie.services.base import (
     crash_point,
     register_service,
 )
+from hoodie.services.options import int_option
 from hoodie.services.recovery import recover_inflight
 from hoodie.services.slice_tasks import (
     SliceTask,
@@ -97,16 +98,6 @@ class TriggerStrategy(StrEnum):
     NUM_OR_TIME = "NUM_OR_TIME"
 
 
-def _int(options: Mapping[str, str], key: str, default: int) -> int:
-    raw = options.get(key)
-    if raw is None:
-        return default
-    try:
-        return int(raw)
-    except ValueError as e:
-        raise TableServiceError(f"{key}={raw!r} is not a whole number") from e
-
-
 @dataclass(frozen=True)
 class CompactionPolicy:
     """How to plan compactions; ``trigger=None`` plans whenever some slice has log files."""
@@ -142,12 +133,12 @@ class CompactionPolicy:
         return cls(
             strategy=strategy,
             trigger=trigger,
-            max_delta_commits=_int(options, "hoodie.compact.inline.max.delta.commits", 5),
-            max_delta_seconds=_int(options, "hoodie.compact.inline.max.delta.seconds", 3600),
-            log_file_size_threshold=_int(options, "hoodie.compaction.logfile.size.threshold", 0),
-            log_file_num_threshold=_int(options, "hoodie.compaction.logfile.num.threshold", 0),
-            target_io_mb=_int(options, "hoodie.compaction.target.io", 500 * 1024),
-            day_based_partitions=_int(options, "hoodie.compaction.daybased.target.partitions", 10),
+            max_delta_commits=int_option(options, "hoodie.compact.inline.max.delta.commits", 5),
+            max_delta_seconds=int_option(options, "hoodie.compact.inline.max.delta.seconds", 3600),
+            log_file_size_threshold=int_option(options, "hoodie.compaction.logfile.size.threshold", 0),
+            log_file_num_threshold=int_option(options, "hoodie.compaction.logfile.num.threshold", 0),
+            target_io_mb=int_option(options, "hoodie.compaction.target.io", 500 * 1024),
+            day_based_partitions=int_option(options, "hoodie.compaction.daybased.target.partitions", 10),
         )
 
 

@@ -36,6 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodie.errors import TableServiceError
+from hoodie.services.options import int_option
 
 __all__ = [
     "CurveBuildMethod",
@@ -105,13 +106,7 @@ class LayoutOptions:
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> LayoutOptions:
-        raw_size = options.get(_SAMPLE_SIZE_KEY, "200000")
-        try:
-            sample_size = int(raw_size)
-        except ValueError as e:
-            raise TableServiceError(f"{_SAMPLE_SIZE_KEY}={raw_size!r} is not a whole number") from e
-        if sample_size < 1:
-            raise TableServiceError(f"{_SAMPLE_SIZE_KEY}={raw_size!r} must be at least 1")
+        sample_size = int_option(options, _SAMPLE_SIZE_KEY, 200_000, 1)
         return cls(
             strategy=LayoutStrategy.parse(options.get(_STRATEGY_KEY, "linear")),
             build_method=CurveBuildMethod.parse(options.get(_METHOD_KEY, "direct")),

@@ -62,6 +62,7 @@ from hoodie.services.base import (
     register_service,
 )
 from hoodie.services.compaction import compaction_operation, slice_of
+from hoodie.services.options import bool_option, int_option
 from hoodie.services.rollback import execute_rollback, schedule_rollback
 from hoodie.services.slice_tasks import (
     SliceTask,
@@ -104,14 +105,7 @@ class LogCompactionPolicy:
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> LogCompactionPolicy:
-        raw = options.get(THRESHOLD_KEY, "2")
-        try:
-            threshold = int(raw)
-        except ValueError as e:
-            raise TableServiceError(f"{THRESHOLD_KEY}={raw!r} is not a whole number") from e
-        if threshold < 1:
-            raise TableServiceError(f"{THRESHOLD_KEY}={raw!r} must be at least 1")
-        return cls(threshold, options.get(ENABLE_KEY, "true").strip().lower() != "false")
+        return cls(int_option(options, THRESHOLD_KEY, 2, 1), bool_option(options, ENABLE_KEY, True))
 
 
 # -- checks -----------------------------------------------------------------------------------
