@@ -1,11 +1,16 @@
-"""Small tables for tests: keyed by ``id``, partitioned by ``p``, ordered by ``ts``.
+"""Small tables for tests, keyed by ``id``, partitioned by ``p``, ordered by ``ts``, and ways to
+break work on them.
 
 ``rows(ids, ts)`` gives each id a value that names its ordering value, so a read shows which
-write won; ``new_table`` creates the table the rows fit.
+write won; ``new_table`` creates the table the rows fit. ``KilledWriter`` dies before completing
+its write; ``hts`` runs the CLI in a subprocess, optionally killed at a crash point.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -13,8 +18,10 @@ from typing import Any
 import pyarrow as pa
 
 from hoodie.config.table_config import TableType, TableVersion
+from hoodie.services.base import CRASH_ENV
 from hoodie.table import HoodieTable
 from hoodie.write.create import create_table
+from hoodie.write.writer import HoodieWriter
 
 SCHEMA = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("v", pa.string()), ("p", pa.string())])
 
@@ -50,3 +57,26 @@ def new_table(
         table_version=version,
         **options,
     )
+
+
+class Killed(Exception):
+    """Stands for the process dying: the write's files and pending instant stay behind."""
+
+
+class KilledWriter(HoodieWriter):
+    """A writer that dies right before completing: no clean-up, and its heartbeat stops."""
+
+    def _complete(self, *args: Any, **kwargs: Any) -> Any:
+        raise Killed
+
+    def _abort(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+def hts(*args: str, crash_at: str | None = None, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    """``hts ARGS`` in a fresh interpreter; with ``crash_at`` it exits at that crash point."""
+    env = {k: v for k, v in os.environ.items() if k != CRASH_ENV}
+    if crash_at:
+        env[CRASH_ENV] = crash_at
+    command = [sys.executable, "-m", "service.cli", *args]
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout, check=False)

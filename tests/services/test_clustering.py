@@ -7,11 +7,8 @@ from __future__ import annotations
 import io
 import itertools
 import json
-import os
 import random
 import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -45,7 +42,7 @@ from hoodie.timeline.instant import Action, State
 from hoodie.write.options import WriteOptions
 from hoodie.write.writer import HoodieWriter
 from tests.conftest import NO_METADATA_TABLE, hudi_rs_rows
-from tests.tables import new_table
+from tests.tables import hts, new_table
 
 SCHEMA = pa.schema(
     [("id", pa.string()), ("ts", pa.int64()), ("x", pa.int64()), ("y", pa.float64()), ("p", pa.string())]
@@ -546,20 +543,6 @@ CRASH_POINTS = [
 ]
 
 
-def _hts(*args: str, crash_at: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "HTS_CRASH_AT"}
-    if crash_at:
-        env["HTS_CRASH_AT"] = crash_at
-    return subprocess.run(
-        [sys.executable, "-m", "service.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=180,
-        check=False,
-    )
-
-
 @pytest.mark.parametrize("crash_at", CRASH_POINTS)
 def test_a_killed_clustering_recovers(tmp_path: Path, crash_at: str) -> None:
     path = tmp_path / "t"
@@ -567,16 +550,16 @@ def test_a_killed_clustering_recovers(tmp_path: Path, crash_at: str) -> None:
     before = hudi_rs_rows(path)
     options = ["--option", f"{SORT}=x", "--option", "hoodie.client.heartbeat.interval_in_ms=100"]
     options += ["--option", "hoodie.client.heartbeat.tolerable.misses=1"]
-    scheduled = _hts("schedule", "clustering", str(path), *options)
+    scheduled = hts("schedule", "clustering", str(path), *options)
     assert scheduled.returncode == 0, scheduled.stderr
     ts = scheduled.stdout.split()[2]
-    killed = _hts(
+    killed = hts(
         "execute", "clustering", str(path), "--spark-master", "in-process", *options, crash_at=crash_at
     )
     assert killed.returncode == 97, killed.stderr
     assert hudi_rs_rows(path) == before  # the dead attempt is invisible
     time.sleep(0.3)
-    resumed = _hts("execute", "clustering", str(path), "--spark-master", "in-process", *options)
+    resumed = hts("execute", "clustering", str(path), "--spark-master", "in-process", *options)
     assert resumed.returncode == 0, resumed.stderr
     table = HoodieTable.open(str(path))
     done = table.timeline.get(ts)

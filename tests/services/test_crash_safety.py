@@ -9,9 +9,6 @@ dead attempt counts as abandoned a moment later.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -25,7 +22,7 @@ from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action
 from hoodie.write.writer import HoodieWriter
 from tests.conftest import hudi_rs_rows
-from tests.tables import new_table
+from tests.tables import hts, new_table
 
 SCHEMA = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("p", pa.string())])
 FAST_HEARTBEAT = [
@@ -57,21 +54,6 @@ def _table(path: Path, version: TableVersion) -> None:
     )
 
 
-def _hts(*args: str, crash_at: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env.pop("HTS_CRASH_AT", None)
-    if crash_at:
-        env["HTS_CRASH_AT"] = crash_at
-    return subprocess.run(
-        [sys.executable, "-m", "service.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
-
-
 def _data_files(path: Path) -> set[str]:
     return {str(p.relative_to(path)) for p in path.rglob("*") if p.is_file() and ".hoodie" not in p.parts}
 
@@ -97,11 +79,11 @@ def test_killed_compaction_recovers(tmp_path: Path, crash_at: str, version: Tabl
     before_rows = _rows(path)
     before_rs = hudi_rs_rows(path)
     before_files = _data_files(path)
-    scheduled = _hts("schedule", "compaction", str(path))
+    scheduled = hts("schedule", "compaction", str(path))
     assert scheduled.returncode == 0, scheduled.stderr
     ts = scheduled.stdout.split()[2]
 
-    killed = _hts(
+    killed = hts(
         "execute", "compaction", str(path), "--spark-master", "in-process", *FAST_HEARTBEAT, crash_at=crash_at
     )
     assert killed.returncode == 97, killed.stderr
@@ -113,7 +95,7 @@ def test_killed_compaction_recovers(tmp_path: Path, crash_at: str, version: Tabl
     assert hudi_rs_rows(path) == before_rs
 
     time.sleep(0.3)  # let the dead attempt's heartbeat expire
-    resumed = _hts("execute", "compaction", str(path), "--spark-master", "in-process", *FAST_HEARTBEAT)
+    resumed = hts("execute", "compaction", str(path), "--spark-master", "in-process", *FAST_HEARTBEAT)
     assert resumed.returncode == 0, resumed.stderr
     assert f"completed compaction {ts}" in resumed.stdout
 
@@ -131,8 +113,8 @@ def test_killed_compaction_recovers(tmp_path: Path, crash_at: str, version: Tabl
 def test_a_live_attempt_is_not_rolled_back(tmp_path: Path, capsys: Any) -> None:
     path = tmp_path / "t"
     _table(path, TableVersion.EIGHT)
-    ts = _hts("schedule", "compaction", str(path)).stdout.split()[2]
-    killed = _hts(
+    ts = hts("schedule", "compaction", str(path)).stdout.split()[2]
+    killed = hts(
         "execute",
         "compaction",
         str(path),
@@ -142,7 +124,7 @@ def test_a_live_attempt_is_not_rolled_back(tmp_path: Path, capsys: Any) -> None:
     )
     assert killed.returncode == 97
     # Default heartbeat (60 s x 2): the attempt still looks alive, so execute leaves it alone.
-    again = _hts("execute", "compaction", str(path), "--spark-master", "in-process")
+    again = hts("execute", "compaction", str(path), "--spark-master", "in-process")
     assert again.returncode == 0, again.stderr
     assert "heartbeat is alive" in again.stderr
     instant = HoodieTable.open(str(path)).timeline.get(ts, Action.COMPACTION)

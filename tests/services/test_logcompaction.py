@@ -6,11 +6,8 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import random
 import shutil
-import subprocess
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -32,7 +29,7 @@ from hoodie.read.log_scanner import scan_log_blocks
 from hoodie.read.reader import TableReader
 from hoodie.read.slice_reader import decode_data_block, decode_delete_block
 from hoodie.schema.avro_arrow import avro_to_arrow_schema, encode_avro_block_content
-from hoodie.services.base import CRASH_ENV, LocalRunner, Scheduled, ServiceContext, service_named
+from hoodie.services.base import LocalRunner, Scheduled, ServiceContext, service_named
 from hoodie.services.compaction import CompactionPolicy, execute_compaction, schedule_compaction
 from hoodie.services.logcompaction import (
     COMPACTOR_CLASS,
@@ -49,7 +46,7 @@ from hoodie.write.markers import IOType, WriteMarkers
 from hoodie.write.options import LogBlockFormat, WriteOptions
 from hoodie.write.writer import HoodieWriter
 from tests.conftest import NO_METADATA_TABLE, hudi_rs_rows
-from tests.tables import SCHEMA, new_table, rows
+from tests.tables import SCHEMA, hts, new_table, rows
 
 
 def _our_table(
@@ -404,14 +401,6 @@ def test_an_abandoned_attempt_is_rolled_back_with_its_plan(tmp_path: Path, versi
     assert again != ts and _snapshot(path) == before
 
 
-def _hts(*args: str, crash_at: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != CRASH_ENV}
-    if crash_at:
-        env[CRASH_ENV] = crash_at
-    command = [sys.executable, "-m", "service.cli", *args]
-    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=120, check=False)
-
-
 @pytest.mark.parametrize("step", ["after_inflight", "task_mid_write", "task_after_write", "before_complete"])
 def test_a_killed_log_compaction_leaves_the_table_as_it_was(tmp_path: Path, step: str) -> None:
     path = tmp_path / "t"
@@ -422,9 +411,9 @@ def test_a_killed_log_compaction_leaves_the_table_as_it_was(tmp_path: Path, step
     }
     fast = ["--option", "hoodie.client.heartbeat.interval_in_ms=100"]
     fast += ["--option", "hoodie.client.heartbeat.tolerable.misses=1"]
-    assert _hts("schedule", "logcompaction", str(path)).returncode == 0
+    assert hts("schedule", "logcompaction", str(path)).returncode == 0
     (ts,) = [i.requested_time for i in HoodieTable.open(str(path)).timeline.pending_log_compaction()]
-    killed = _hts(
+    killed = hts(
         "execute",
         "logcompaction",
         str(path),
@@ -436,10 +425,10 @@ def test_a_killed_log_compaction_leaves_the_table_as_it_was(tmp_path: Path, step
     assert killed.returncode == 97, killed.stderr
     assert _snapshot(path) == before and hudi_rs_rows(path) == before_rs  # the dead attempt is invisible
     time.sleep(0.3)  # its heartbeat expires
-    recovered = _hts("execute", "logcompaction", str(path), "--spark-master", "in-process", *fast)
+    recovered = hts("execute", "logcompaction", str(path), "--spark-master", "in-process", *fast)
     assert recovered.returncode == 0, recovered.stderr
     assert HoodieTable.open(str(path)).timeline.get(ts) is None  # rolled back with its plan
-    rerun = _hts("run", "logcompaction", str(path), "--spark-master", "in-process", *fast)
+    rerun = hts("run", "logcompaction", str(path), "--spark-master", "in-process", *fast)
     assert rerun.returncode == 0, rerun.stderr
     assert _snapshot(path) == before and hudi_rs_rows(path) == before_rs
     table = HoodieTable.open(str(path))

@@ -30,24 +30,10 @@ from hoodie.timeline.instant import Action, Instant, State
 from hoodie.transaction.heartbeat import Heartbeat, HeartbeatConfig
 from hoodie.write.writer import HoodieWriter
 from tests.conftest import fixture_path, hudi_rs_rows
-from tests.tables import new_table, rows
+from tests.tables import Killed, KilledWriter, new_table, rows
 
 VERSIONS = [TableVersion.SIX, TableVersion.EIGHT, TableVersion.NINE]
 FAST = HeartbeatConfig(interval_ms=1, tolerable_misses=1)
-
-
-class Killed(Exception):
-    """Stands for the process dying: the write's files and pending instant stay behind."""
-
-
-class KilledWriter(HoodieWriter):
-    """A writer that dies right before completing: no clean-up, and its heartbeat stops."""
-
-    def _complete(self, *args: Any, **kwargs: Any) -> Any:
-        raise Killed
-
-    def _abort(self, *args: Any, **kwargs: Any) -> None:
-        return None
 
 
 class DyingRunner:

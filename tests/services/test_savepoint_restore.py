@@ -36,22 +36,10 @@ from hoodie.timeline.instant import Action, Instant, State
 from hoodie.transaction.heartbeat import Heartbeat, HeartbeatConfig
 from hoodie.write.writer import HoodieWriter
 from tests.conftest import hudi_rs_rows
-from tests.tables import new_table, rows
+from tests.tables import Killed, KilledWriter, new_table, rows
 
 VERSIONS = [TableVersion.SIX, TableVersion.EIGHT, TableVersion.NINE]
 TYPES = [TableType.COPY_ON_WRITE, TableType.MERGE_ON_READ]
-
-
-class Killed(Exception):
-    """Stands for the process dying in the middle of a write."""
-
-
-class KilledWriter(HoodieWriter):
-    def _complete(self, *args: Any, **kwargs: Any) -> Any:
-        raise Killed
-
-    def _abort(self, *args: Any, **kwargs: Any) -> None:
-        return None
 
 
 def _table(path: Path, version: TableVersion, table_type: TableType) -> tuple[HoodieTable, list[str]]:
