@@ -53,3 +53,7 @@ class InvalidInputError(HoodieError):
 
 class TableServiceError(HoodieError):
     """A table service cannot run on this table or instant (the message says why)."""
+
+
+class InstantBusyError(TableServiceError):
+    """Another process keeps the instant's heartbeat alive: it is being executed elsewhere."""

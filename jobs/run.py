@@ -17,6 +17,7 @@ from typing import Any
 
 from hoodie.errors import TableServiceError
 from hoodie.services.base import ExecutionResult, LocalRunner, Runner, ServiceContext, service_named
+from hoodie.services.claim import InstantBusyError
 from hoodie.table import HoodieTable
 from hoodie.transaction.heartbeat import HeartbeatConfig
 
@@ -149,9 +150,7 @@ def execute(
     for ts in pending:
         try:
             summary.executed.append(service.execute(ctx, ts, make_runner()))
-        except TableServiceError as e:
-            if "heartbeat is alive" not in str(e):
-                raise
+        except InstantBusyError as e:
             summary.skipped[ts] = str(e)
             log.warning("%s", e)
     return summary

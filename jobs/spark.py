@@ -15,8 +15,9 @@ import os
 import sys
 import tempfile
 import threading
+import uuid
 import zipfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import SparkSession
 
-from hoodie.services.base import Progress, Task, TaskFunction, TaskResult
+from hoodie.services.base import JobCancelled, Progress, Task, TaskFunction, TaskResult
 
 log = logging.getLogger(__name__)
 
@@ -92,11 +93,16 @@ def _apply(module: str, name: str, threads: int) -> Any:
 
 @dataclass
 class SparkRunner:
-    """Runs task functions as Spark tasks, one partition per task; reports progress while it runs."""
+    """Runs task functions as Spark tasks, one partition per task; reports progress while it runs.
+
+    Setting ``cancel`` interrupts the running Spark job (its job group, or its tag over Spark
+    Connect) and makes :meth:`run` raise :class:`~hoodie.services.base.JobCancelled`.
+    """
 
     spark: SparkSession
     progress: Progress | None = None
     ship_code: bool = False
+    cancel: threading.Event | None = None
     _shipped: bool = field(default=False, init=False)
 
     def _ship(self) -> None:
@@ -125,42 +131,84 @@ class SparkRunner:
         mapped = df.mapInArrow(
             _apply(fn.__module__, fn.__qualname__, self._threads_per_task(len(rows))), "result string"
         )
-        watcher = _ProgressWatcher(self.spark, len(rows), description, self.progress)
+        group = f"hts-{uuid.uuid4().hex}"
+        watcher = _ProgressWatcher(
+            self.spark, len(rows), description, self.progress, self.cancel, lambda: self._interrupt(group)
+        )
+        if self.cancel is not None and self.cancel.is_set():
+            raise JobCancelled(f"{description}: cancelled before it started")
+        if _is_connect(self.spark):
+            self.spark.addTag(group)
+        else:
+            self.spark.sparkContext.setJobGroup(group, description, interruptOnCancel=True)
         watcher.start()
         try:
-            if not _is_connect(self.spark):
-                self.spark.sparkContext.setJobDescription(description)
             collected = mapped.collect()
+        except Exception as e:
+            if self.cancel is not None and self.cancel.is_set():
+                raise JobCancelled(f"{description}: cancelled while running") from e
+            raise
         finally:
             watcher.stop()
+            if _is_connect(self.spark):
+                self.spark.removeTag(group)
         results = [json.loads(r[0]) for r in collected]
         results.sort(key=lambda r: r.pop(_INDEX))
         if self.progress is not None:
             self.progress(len(results), len(rows))
         return results
 
+    def _interrupt(self, group: str) -> None:
+        log.warning("cancelling Spark job group %s", group)
+        if _is_connect(self.spark):
+            self.spark.interruptTag(group)
+        else:
+            self.spark.sparkContext.cancelJobGroup(group)
+
 
 class _ProgressWatcher:
-    """Logs stage progress (tasks done of total, i.e. file groups) while a job runs."""
+    """Logs stage progress (tasks done of total, i.e. file groups) while a job runs, and
+    interrupts the job once ``cancel`` is set."""
 
-    def __init__(self, spark: SparkSession, total: int, description: str, progress: Progress | None) -> None:
+    def __init__(
+        self,
+        spark: SparkSession,
+        total: int,
+        description: str,
+        progress: Progress | None,
+        cancel: threading.Event | None,
+        interrupt: Callable[[], None],
+    ) -> None:
         self.spark = spark
         self.total = total
         self.description = description
         self.progress = progress
+        self.cancel = cancel
+        self.interrupt = interrupt
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        if _is_connect(self.spark):
-            return
         self._thread = threading.Thread(target=self._run, daemon=True, name="hts-spark-progress")
         self._thread.start()
 
+    def _cancelled(self) -> bool:
+        if self.cancel is None or not self.cancel.is_set():
+            return False
+        self.interrupt()
+        return True
+
     def _run(self) -> None:
+        if _is_connect(self.spark):  # no status tracker over Connect: only watch for cancellation
+            while not self._stop.wait(0.5):
+                if self._cancelled():
+                    return
+            return
         tracker = self.spark.sparkContext.statusTracker()
         last = -1
-        while not self._stop.wait(1.0):
+        while not self._stop.wait(0.5):
+            if self._cancelled():
+                return
             done = 0
             for stage_id in tracker.getActiveStageIds():
                 info = tracker.getStageInfo(stage_id)

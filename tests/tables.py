@@ -59,6 +59,20 @@ def new_table(
     )
 
 
+def snapshot(path: Path | str, *, drop: tuple[str, ...] = ("_hoodie_file_name",)) -> list[str]:
+    """Our reader's snapshot of the table at ``path``, every column but ``drop``, as sorted strings."""
+    from hoodie.read.reader import TableReader
+
+    data = TableReader(HoodieTable.open(str(path))).snapshot()
+    return sorted(str(r) for r in data.drop_columns([c for c in drop if c in data.column_names]).to_pylist())
+
+
+def data_files(path: Path | str) -> set[str]:
+    """Every file of the table outside ``.hoodie``, relative to its base path."""
+    root = Path(path)
+    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and ".hoodie" not in p.parts}
+
+
 class Killed(Exception):
     """Stands for the process dying: the write's files and pending instant stay behind."""
 

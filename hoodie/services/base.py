@@ -21,7 +21,7 @@ from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.timeline import ActiveTimeline
 from hoodie.transaction.heartbeat import HeartbeatConfig
-from hoodie.transaction.lock import InProcessLockProvider, LockProvider, locked
+from hoodie.transaction.lock import InProcessLockProvider, LockError, LockProvider, locked
 from hoodie.transaction.time_generator import TimeSource, WaitBasedTimeGenerator
 
 log = logging.getLogger(__name__)
@@ -38,15 +38,25 @@ class Runner(Protocol):
     def run(self, fn: TaskFunction, tasks: Sequence[Task], description: str) -> list[TaskResult]: ...
 
 
+class JobCancelled(TableServiceError):
+    """The execution was cancelled (by an operator, or because the daemon is stopping)."""
+
+
 @dataclass
 class LocalRunner:
-    """Runs tasks one after another in this process (tests, small tables, the CLI without Spark)."""
+    """Runs tasks one after another in this process (tests, small tables, the CLI without Spark).
+
+    Setting ``cancel`` stops it before the next task with :class:`JobCancelled`.
+    """
 
     progress: Progress | None = None
+    cancel: threading.Event | None = None
 
     def run(self, fn: TaskFunction, tasks: Sequence[Task], description: str) -> list[TaskResult]:
         out: list[TaskResult] = []
         for done, task in enumerate(tasks, start=1):
+            if self.cancel is not None and self.cancel.is_set():
+                raise JobCancelled(f"{description}: cancelled after {done - 1} of {len(tasks)} task(s)")
             out.append(fn(task))
             if self.progress is not None:
                 self.progress(done, len(tasks))
@@ -95,6 +105,8 @@ class ServiceContext:
     storage_options: Mapping[str, str] = field(default_factory=dict)
     heartbeat: HeartbeatConfig = field(default_factory=HeartbeatConfig)
     lock_timeout_s: float = 60.0
+    owned_instants: set[str] = field(default_factory=set)
+    """Pending instants this context claimed (``hoodie.services.claim``): their live heartbeat is ours."""
 
     def __post_init__(self) -> None:
         if self.lock is None:
@@ -161,6 +173,11 @@ class ServiceContext:
             if precondition is not None:
                 precondition(fresh)
             completion = self.new_instant_time(lock_held=True) if fresh.layout >= 2 else None
+            if not self.table_lock.is_held():  # e.g. a ZooKeeper session expired while we waited
+                raise LockError(
+                    f"lost the table lock of {self.table.base_path} before completing {current}; "
+                    "not completing it"
+                )
             return fresh.complete(current, payload, completion)
 
 

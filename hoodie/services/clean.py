@@ -32,6 +32,7 @@ from hoodie.services.base import (
     open_table_for_task,
     register_service,
 )
+from hoodie.services.claim import claim_instant
 from hoodie.services.clean_planner import (
     CleanPlanning,
     CleanPolicy,
@@ -45,7 +46,6 @@ from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.instant_time import normalize
 from hoodie.timeline.timeline import ActiveTimeline
-from hoodie.transaction.heartbeat import Heartbeat, is_heartbeat_expired
 from hoodie.transaction.lock import locked
 
 __all__ = [
@@ -205,28 +205,20 @@ def execute_clean(ctx: ServiceContext, instant_time: str, runner: Runner) -> Exe
     table = ctx.table
     ctx.require_no_metadata_table("clean")
     started = time.monotonic()
-    timeline = table.reload()
-    instant = timeline.get(instant_time, Action.CLEAN)
-    if instant is None or instant.is_completed:
-        raise TableServiceError(f"{table.base_path}: no pending clean at {instant_time} (found {instant})")
-    if instant.is_inflight and not is_heartbeat_expired(
-        table.fileio, table.paths, instant_time, ctx.heartbeat
-    ):
-        raise TableServiceError(
-            f"clean {instant_time} on {table.base_path} is being executed by another process "
-            "(its heartbeat is alive)"
-        )
-    plan = clean_plan(table, instant_time, timeline)
-    if instant.is_requested:
-        payload = (
-            plan.to_bytes(table.table_version) if table.table_version <= INFLIGHT_PLAN_TABLE_VERSION else b""
-        )
-        inflight = timeline.transition_to_inflight(instant, payload)
-    else:
-        inflight = instant
-        log.info("%s: re-running interrupted clean %s", table.base_path, instant_time)
-    heartbeat = Heartbeat(table.fileio, table.paths, instant_time, ctx.heartbeat).start()
-    try:
+    with claim_instant(ctx, instant_time, Action.CLEAN, "clean") as claim:
+        instant = claim.instant
+        timeline = table.reload()
+        plan = clean_plan(table, instant_time, timeline)
+        if instant.is_requested:
+            payload = (
+                plan.to_bytes(table.table_version)
+                if table.table_version <= INFLIGHT_PLAN_TABLE_VERSION
+                else b""
+            )
+            inflight = timeline.transition_to_inflight(instant, payload)
+        else:
+            inflight = instant
+            log.info("%s: re-running interrupted clean %s", table.base_path, instant_time)
         crash_point("clean.after_inflight")
         by_partition = _paths_by_partition(table, plan)
         base = ctx.task_base()
@@ -265,8 +257,6 @@ def execute_clean(ctx: ServiceContext, instant_time: str, runner: Runner) -> Exe
         )
         crash_point("clean.before_complete")
         done = ctx.complete(inflight, metadata.to_bytes(table.table_version))
-    finally:
-        heartbeat.stop()
     failed = sum(len(r["failed"]) for r in results)
     log.info(
         "%s: completed clean %s: %d file(s) deleted, %d already gone or failed, %d partition(s) removed",

@@ -44,6 +44,7 @@ from hoodie.services.base import (
     TaskResult,
     crash_point,
 )
+from hoodie.services.claim import claim_instant
 from hoodie.services.layout import LayoutOptions, parse_sort_columns, sort_for_layout
 from hoodie.services.recovery import recover_inflight
 from hoodie.services.slice_tasks import (
@@ -57,7 +58,6 @@ from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.instant_time import normalize
 from hoodie.timeline.timeline import ActiveTimeline
-from hoodie.transaction.heartbeat import Heartbeat
 from hoodie.write.markers import IOType, WriteMarkers
 
 __all__ = [
@@ -329,32 +329,30 @@ def execute_clustering(ctx: ServiceContext, instant_time: str, runner: Runner) -
     """Run a requested (or abandoned inflight) clustering plan to completion."""
     table = ctx.table
     ctx.require_no_metadata_table("clustering")
-    timeline = table.reload()
-    instant = timeline.get(instant_time, Action.REPLACE_COMMIT)
-    if instant is None or instant.is_completed or not table.is_clustering(instant, timeline):
-        raise TableServiceError(
-            f"{table.base_path}: no pending clustering at {instant_time} (found {instant})"
-        )
-    if instant.is_inflight:
-        recover_inflight(ctx, instant)
+    with claim_instant(
+        ctx, instant_time, Action.REPLACE_COMMIT, "clustering", undo=lambda i: recover_inflight(ctx, i)
+    ) as claim:
+        instant = claim.instant
+        if not table.is_clustering(instant, table.reload()):
+            raise TableServiceError(f"{table.base_path}: {instant} is not a clustering")
+        if instant.is_inflight:
+            recover_inflight(ctx, instant)
         timeline = table.reload()
-    requested = table.clustering_plan(instant_time, timeline)
-    plan = requested.clustering_plan
-    assert plan is not None  # is_clustering checked it
-    strategy = plan.strategy.strategy_class_name if plan.strategy else None
-    if strategy not in EXECUTION_STRATEGIES:
-        raise TableServiceError(
-            f"clustering {instant_time} uses execution strategy {strategy!r}; supported: "
-            f"{', '.join(sorted(EXECUTION_STRATEGIES))}"
-        )
-    params = (plan.strategy.strategy_params if plan.strategy else None) or {}
-    schema_json = latest_writer_schema(table, "clustering")
-    meta_avro = add_meta_fields(schema_json) if table.config.populate_meta_fields else schema_json
-    inputs = _input_groups(plan)
-    inflight = timeline.transition_to_inflight(Instant(instant_time, instant.action, State.REQUESTED))
-    heartbeat = Heartbeat(table.fileio, table.paths, instant_time, ctx.heartbeat).start()
-    crash_point("clustering.after_inflight")
-    try:
+        requested = table.clustering_plan(instant_time, timeline)
+        plan = requested.clustering_plan
+        assert plan is not None  # is_clustering checked it
+        strategy = plan.strategy.strategy_class_name if plan.strategy else None
+        if strategy not in EXECUTION_STRATEGIES:
+            raise TableServiceError(
+                f"clustering {instant_time} uses execution strategy {strategy!r}; supported: "
+                f"{', '.join(sorted(EXECUTION_STRATEGIES))}"
+            )
+        params = (plan.strategy.strategy_params if plan.strategy else None) or {}
+        schema_json = latest_writer_schema(table, "clustering")
+        meta_avro = add_meta_fields(schema_json) if table.config.populate_meta_fields else schema_json
+        inputs = _input_groups(plan)
+        inflight = timeline.transition_to_inflight(Instant(instant_time, instant.action, State.REQUESTED))
+        crash_point("clustering.after_inflight")
         base = slice_task_fields(ctx, timeline.reload(), instant_time, meta_avro)
         shared = {
             **base,
@@ -401,8 +399,6 @@ def execute_clustering(ctx: ServiceContext, instant_time: str, runner: Runner) -
             ),
         )
         WriteMarkers(table.fileio, table.paths, instant_time).delete_all()
-    finally:
-        heartbeat.stop()
     rows = sum(int(r["rows"]) for r in results)
     log.info(
         "%s: completed clustering %s: %d file group(s) rewritten into %d file(s), %d rows",

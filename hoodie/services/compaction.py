@@ -44,6 +44,7 @@ from hoodie.services.base import (
     crash_point,
     register_service,
 )
+from hoodie.services.claim import claim_instant
 from hoodie.services.options import int_option
 from hoodie.services.recovery import recover_inflight
 from hoodie.services.slice_tasks import (
@@ -57,7 +58,6 @@ from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.instant_time import parse_instant_time
 from hoodie.timeline.timeline import ActiveTimeline
-from hoodie.transaction.heartbeat import Heartbeat
 from hoodie.transaction.lock import locked
 from hoodie.write.markers import IOType, WriteMarkers
 
@@ -454,21 +454,16 @@ def execute_compaction(ctx: ServiceContext, instant_time: str, runner: Runner) -
     """Run a requested (or abandoned inflight) compaction plan to completion."""
     table = ctx.table
     ctx.require_no_metadata_table("compaction")
-    timeline = table.reload()
-    instant = timeline.get(instant_time, Action.COMPACTION)
-    if instant is None or instant.is_completed:
-        raise TableServiceError(
-            f"{table.base_path}: no pending compaction at {instant_time} (found {instant})"
-        )
-    if instant.is_inflight:
-        recover_inflight(ctx, instant)
+    with claim_instant(
+        ctx, instant_time, Action.COMPACTION, "compaction", undo=lambda i: recover_inflight(ctx, i)
+    ) as claim:
+        if claim.instant.is_inflight:
+            recover_inflight(ctx, claim.instant)
         timeline = table.reload()
-    plan = table.compaction_plan(instant_time, timeline)
-    schema_json = latest_writer_schema(table, "compaction")
-    inflight = timeline.transition_to_inflight(Instant(instant_time, Action.COMPACTION, State.REQUESTED))
-    heartbeat = Heartbeat(table.fileio, table.paths, instant_time, ctx.heartbeat).start()
-    crash_point("compaction.after_inflight")
-    try:
+        plan = table.compaction_plan(instant_time, timeline)
+        schema_json = latest_writer_schema(table, "compaction")
+        inflight = timeline.transition_to_inflight(Instant(instant_time, Action.COMPACTION, State.REQUESTED))
+        crash_point("compaction.after_inflight")
         shared = slice_task_fields(ctx, timeline.reload(), instant_time, add_meta_fields(schema_json))
         tasks = [
             {**shared, "operation": op.to_avro(), "write_token": f"{i}-0-{i}"}
@@ -486,8 +481,6 @@ def execute_compaction(ctx: ServiceContext, instant_time: str, runner: Runner) -
         crash_point("compaction.before_complete")
         done = ctx.complete(inflight, metadata.to_bytes(table.table_version))
         WriteMarkers(table.fileio, table.paths, instant_time).delete_all()
-    finally:
-        heartbeat.stop()
     log.info("%s: completed compaction %s (%d file groups)", table.base_path, done, len(stats))
     return ExecutionResult(done, stats)
 

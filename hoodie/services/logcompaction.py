@@ -61,6 +61,7 @@ from hoodie.services.base import (
     open_table_for_task,
     register_service,
 )
+from hoodie.services.claim import claim_instant
 from hoodie.services.compaction import compaction_operation, slice_of
 from hoodie.services.options import bool_option, int_option
 from hoodie.services.rollback import execute_rollback, schedule_rollback
@@ -75,7 +76,6 @@ from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.instant_time import normalize
 from hoodie.timeline.timeline import ActiveTimeline
-from hoodie.transaction.heartbeat import Heartbeat
 from hoodie.transaction.lock import locked
 from hoodie.write.markers import IOType, WriteMarkers
 
@@ -507,33 +507,37 @@ def execute_log_compaction(ctx: ServiceContext, instant_time: str, runner: Runne
     table = ctx.table
     ctx.require_no_metadata_table(SERVICE)
     require_log_compactable(table)
-    timeline = table.reload()
-    instant = timeline.get(instant_time, Action.LOG_COMPACTION)
-    if instant is None or instant.action is not Action.LOG_COMPACTION or instant.is_completed:
-        raise TableServiceError(
-            f"{table.base_path}: no pending log compaction at {instant_time} (found {instant})"
+    with claim_instant(
+        ctx,
+        instant_time,
+        Action.LOG_COMPACTION,
+        "log compaction",
+        undo=lambda i: _roll_back_abandoned(ctx, i),
+    ) as claim:
+        if claim.instant.action is not Action.LOG_COMPACTION:
+            raise TableServiceError(f"{table.base_path}: {claim.instant} is not a log compaction")
+        if claim.instant.is_inflight:
+            return _roll_back_abandoned(ctx, claim.instant)
+        timeline = table.reload()
+        plan = table.compaction_plan(instant_time, timeline)
+
+        def still_ordered(fresh: ActiveTimeline) -> None:
+            late = interleaved_writes(table, fresh, instant_time, plan)
+            if late:
+                raise TableServiceError(
+                    f"log compaction {instant_time} on {table.base_path} no longer covers every log before "
+                    f"it: {'; '.join(late)}. Roll the log compaction back; it cannot complete safely"
+                )
+
+        block_format = ctx.options.get(BLOCK_FORMAT_KEY, "avro").strip().lower()
+        if block_format not in ("avro", "parquet"):
+            raise TableServiceError(f"unsupported {BLOCK_FORMAT_KEY}={block_format!r} (avro, parquet)")
+        still_ordered(timeline)
+        schema_json = latest_writer_schema(table, SERVICE)
+        inflight = timeline.transition_to_inflight(
+            Instant(instant_time, Action.LOG_COMPACTION, State.REQUESTED)
         )
-    if instant.is_inflight:
-        return _roll_back_abandoned(ctx, instant)
-    plan = table.compaction_plan(instant_time, timeline)
-
-    def still_ordered(fresh: ActiveTimeline) -> None:
-        late = interleaved_writes(table, fresh, instant_time, plan)
-        if late:
-            raise TableServiceError(
-                f"log compaction {instant_time} on {table.base_path} no longer covers every log before it: "
-                f"{'; '.join(late)}. Roll the log compaction back; it cannot complete safely"
-            )
-
-    block_format = ctx.options.get(BLOCK_FORMAT_KEY, "avro").strip().lower()
-    if block_format not in ("avro", "parquet"):
-        raise TableServiceError(f"unsupported {BLOCK_FORMAT_KEY}={block_format!r} (avro, parquet)")
-    still_ordered(timeline)
-    schema_json = latest_writer_schema(table, SERVICE)
-    inflight = timeline.transition_to_inflight(Instant(instant_time, Action.LOG_COMPACTION, State.REQUESTED))
-    heartbeat = Heartbeat(table.fileio, table.paths, instant_time, ctx.heartbeat).start()
-    crash_point(f"{SERVICE}.after_inflight")
-    try:
+        crash_point(f"{SERVICE}.after_inflight")
         shared = slice_task_fields(ctx, timeline.reload(), instant_time, add_meta_fields(schema_json))
         shared["block_format"] = block_format
         tasks = [
@@ -552,8 +556,6 @@ def execute_log_compaction(ctx: ServiceContext, instant_time: str, runner: Runne
         crash_point(f"{SERVICE}.before_complete")
         done = ctx.complete(inflight, metadata.to_bytes(table.table_version), still_ordered)
         WriteMarkers(table.fileio, table.paths, instant_time).delete_all()
-    finally:
-        heartbeat.stop()
     counts = {
         "records": sum(int(r["rows"]) for r in results),
         "deletes": sum(int(r["deletes"]) for r in results),

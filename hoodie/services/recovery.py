@@ -23,7 +23,7 @@ import logging
 import time
 from collections.abc import Iterable
 
-from hoodie.errors import TableServiceError
+from hoodie.errors import InstantBusyError, TableServiceError
 from hoodie.file_group.base_file import BaseFile
 from hoodie.file_group.file_slice import FileSlice
 from hoodie.file_group.log_file import LogFile
@@ -410,14 +410,16 @@ def recover_inflight(ctx: ServiceContext, instant: Instant) -> list[str]:
 
     Records a rollback instant (or resumes one an earlier recovery left pending) that deletes what
     the attempt wrote and removes its inflight file; the REQUESTED plan stays. Refuses while another
-    process beats for the instant. Returns the files deleted.
+    process beats for the instant (unless ``ctx`` claimed it). Returns the files deleted.
     """
     from hoodie.services.rollback import execute_rollback, schedule_rollback  # rollback plans with us
 
     table = ctx.table
     ts = instant.requested_time
-    if not is_heartbeat_expired(table.fileio, table.paths, ts, ctx.heartbeat):
-        raise TableServiceError(
+    if ts not in ctx.owned_instants and not is_heartbeat_expired(
+        table.fileio, table.paths, ts, ctx.heartbeat
+    ):
+        raise InstantBusyError(
             f"{instant} on {table.base_path} is being executed by another process (its heartbeat is alive); "
             "not rolling it back"
         )

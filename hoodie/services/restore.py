@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import time
 
-from hoodie.errors import TableServiceError
+from hoodie.errors import InstantBusyError, TableServiceError
 from hoodie.models.restore import RestoreMetadata, RestorePlan
 from hoodie.models.rollback import InstantInfo, RollbackMetadata
 from hoodie.services.base import (
@@ -117,7 +117,7 @@ def schedule_restore(
             and not is_heartbeat_expired(table.fileio, table.paths, i.requested_time, ctx.heartbeat)
         ]
         if live:
-            raise TableServiceError(
+            raise InstantBusyError(
                 f"cannot restore {table.base_path} to {savepoint_time}: {live} still being written "
                 "(their heartbeat is alive)"
             )
@@ -148,7 +148,7 @@ def execute_restore(ctx: ServiceContext, restore_time: str, runner: Runner) -> E
     if current is None or current.is_completed:
         raise TableServiceError(f"{table.base_path}: no pending restore at {restore_time} (found {current})")
     if not is_heartbeat_expired(table.fileio, table.paths, restore_time, ctx.heartbeat):
-        raise TableServiceError(
+        raise InstantBusyError(
             f"restore {restore_time} on {table.base_path} is being executed by another process "
             "(its heartbeat is alive)"
         )

@@ -19,7 +19,7 @@ import logging
 import time
 from dataclasses import dataclass
 
-from hoodie.errors import TableServiceError
+from hoodie.errors import InstantBusyError, TableServiceError
 from hoodie.file_group.log_block import rollback_block
 from hoodie.file_group.log_file import LogFile
 from hoodie.io.fileio import join
@@ -77,8 +77,10 @@ def check_completed_rollback(tl: ActiveTimeline, instant: Instant) -> None:
 def check_abandoned(ctx: ServiceContext, instant: Instant) -> None:
     """Refuse to roll back a pending instant that another process still beats for."""
     table = ctx.table
+    if instant.requested_time in ctx.owned_instants:
+        return  # our own claimed attempt (hoodie.services.claim): the live heartbeat is ours
     if not is_heartbeat_expired(table.fileio, table.paths, instant.requested_time, ctx.heartbeat):
-        raise TableServiceError(
+        raise InstantBusyError(
             f"{instant} on {table.base_path} is being executed by another process "
             "(its heartbeat is alive); not rolling it back"
         )
@@ -265,7 +267,7 @@ def execute_rollback(
         and is_table_service(table, target, tl)
     )
     if publish and not is_heartbeat_expired(table.fileio, table.paths, rollback_time, ctx.heartbeat):
-        raise TableServiceError(
+        raise InstantBusyError(
             f"rollback {rollback_time} on {table.base_path} is being executed by another process "
             "(its heartbeat is alive)"
         )
