@@ -57,3 +57,7 @@ class TableServiceError(HoodieError):
 
 class InstantBusyError(TableServiceError):
     """Another process keeps the instant's heartbeat alive: it is being executed elsewhere."""
+
+
+class InstantNotPendingError(TableServiceError):
+    """The instant is not pending any more (completed or rolled back meanwhile), or never was."""

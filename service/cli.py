@@ -1,7 +1,8 @@
 """The ``hts`` command line.
 
-``hts read``, ``hts write`` and ``hts timeline`` work on one table with the format core;
-``hts quickstart`` writes a demo table, upserts into it and reads it back.
+``hts serve`` runs the daemon; ``hts request`` leaves a plan for it and exits; ``hts schedule``,
+``hts execute`` and ``hts run`` run a table service once; ``hts read``, ``hts write`` and
+``hts timeline`` work on one table with the format core; ``hts quickstart`` writes a demo table.
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import yaml
 
 from hoodie.config.table_config import RecordMergeMode, TableType, TableVersion
 from hoodie.errors import HoodieError
@@ -23,6 +26,7 @@ from hoodie.table import HoodieTable
 from hoodie.write.create import create_table
 from hoodie.write.options import LogBlockFormat, WriteOperation, WriteOptions
 from hoodie.write.writer import HoodieWriter
+from service.errors import ServiceError
 
 log = logging.getLogger("hts")
 
@@ -176,7 +180,87 @@ def cmd_service(args: argparse.Namespace) -> int:
 def cmd_quickstart(args: argparse.Namespace) -> int:
     from service.quickstart import run_quickstart
 
+    if args.if_missing and (Path(args.dir) / ".hoodie").is_dir():
+        print(f"demo table already at {args.dir}")
+        return 0
     run_quickstart(Path(args.dir))
+    return 0
+
+
+def cmd_request(args: argparse.Namespace) -> int:
+    """Write a REQUESTED plan and exit; a daemon watching the table executes it."""
+    from jobs import run as jobs_run
+
+    if args.service == "indexing":
+        raise UsageError(
+            "indexing builds metadata-table partitions, which hts does not maintain yet; nothing was written"
+        )
+    summary = jobs_run.schedule(args.service, args.table, _options(args.option))
+    if args.json:
+        print(json.dumps(summary.as_json(), indent=2, default=str))
+    elif summary.scheduled:
+        print(f"requested {args.service} {summary.scheduled} ({summary.reason})")
+    else:
+        print(f"nothing to request for {args.service}")
+    return 0
+
+
+def _serve_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if args.host is not None or args.port is not None:
+        out["api"] = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
+    tables: dict[str, Any] = {}
+    if args.discover:
+        tables["discover"] = list(args.discover)
+    if args.table:
+        tables["static"] = [{"path": p} for p in args.table]
+        if not args.discover:
+            tables["discover"] = []
+    if tables:
+        out["tables"] = tables
+    if args.spark_master:
+        out["spark"] = {"master": args.spark_master}
+    if args.state_dir:
+        out["state_dir"] = args.state_dir
+    if args.poll_interval is not None:
+        out["watch"] = {"poll_interval_s": args.poll_interval}
+    if args.replica_id:
+        out["ha"] = {"replica_id": args.replica_id}
+    return out
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from service.settings import load_settings
+
+    settings = load_settings(args.config, _serve_overrides(args))
+    if args.print_config:
+        print(yaml.safe_dump(settings.as_json(), sort_keys=False))
+    if args.validate_config:
+        for token in settings.api.tokens:
+            token.secret()  # token files must be readable
+        print(f"configuration is valid ({args.config or 'embedded defaults'})", file=sys.stderr)
+        return 0
+    if args.print_config:
+        return 0
+    import uvicorn
+
+    from service.api import create_app
+    from service.daemon import Daemon
+    from service.logs import configure
+
+    configure(settings.logging.format, settings.logging.level)
+    app = create_app(Daemon(settings))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app,
+            host=settings.api.host,
+            port=settings.api.port,
+            log_config=None,
+            access_log=False,
+            timeout_graceful_shutdown=5,
+        )
+    )
+    server.run()
     return 0
 
 
@@ -253,7 +337,43 @@ def build_parser() -> argparse.ArgumentParser:
         "quickstart", help="write a demo MERGE_ON_READ table, upsert into it, read it back"
     )
     quick.add_argument("--dir", default="var/quickstart", help="where to put the demo table")
+    quick.add_argument("--if-missing", action="store_true", help="do nothing if the table exists")
     quick.set_defaults(func=cmd_quickstart)
+
+    request = sub.add_parser(
+        "request", help="write a REQUESTED table-service plan and exit (a daemon executes it)"
+    )
+    request.add_argument(
+        "service", choices=["compaction", "logcompaction", "clustering", "clean", "indexing"]
+    )
+    request.add_argument("table", help="table base path or URI")
+    request.add_argument(
+        "--option", action="append", default=[], metavar="KEY=VALUE", help="Hudi config (repeatable)"
+    )
+    request.add_argument("--json", action="store_true", help="print a JSON summary")
+    request.set_defaults(func=cmd_request)
+
+    serve = sub.add_parser("serve", help="run the table-services daemon (REST API, metrics, watchers)")
+    serve.add_argument("--config", help="YAML settings file (environment HTS_* and flags override it)")
+    serve.add_argument(
+        "--discover",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="root to discover tables under (repeatable)",
+    )
+    serve.add_argument(
+        "--table", action="append", default=[], metavar="PATH", help="a table to serve (repeatable)"
+    )
+    serve.add_argument("--host", help="API address (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="API port (default 8080)")
+    serve.add_argument("--spark-master", help="local[*] (default), spark://, k8s://, sc:// or in-process")
+    serve.add_argument("--state-dir", help="where the run history lives (default var/hts)")
+    serve.add_argument("--poll-interval", type=float, help="seconds between looks at each timeline")
+    serve.add_argument("--replica-id", help="this replica's name (default: the host name)")
+    serve.add_argument("--validate-config", action="store_true", help="check the settings and exit")
+    serve.add_argument("--print-config", action="store_true", help="print the effective settings and exit")
+    serve.set_defaults(func=cmd_serve)
     return parser
 
 
@@ -268,7 +388,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.func(args)
         return code
-    except (UsageError, HoodieError, ValueError) as e:
+    except (UsageError, HoodieError, ServiceError, ValueError) as e:
         print(f"hts {args.command}: error: {e}", file=sys.stderr)
         return 2
     except FileNotFoundError as e:

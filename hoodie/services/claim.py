@@ -23,15 +23,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import TracebackType
 
-from hoodie.errors import InstantBusyError, TableServiceError
+from hoodie.errors import InstantBusyError, InstantNotPendingError
 from hoodie.services.base import JobCancelled, ServiceContext
 from hoodie.timeline.instant import Action, Instant
+from hoodie.timeline.timeline import ActiveTimeline
 from hoodie.transaction.heartbeat import Heartbeat, is_heartbeat_expired
 from hoodie.transaction.lock import locked
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Claim", "InstantBusyError", "JobCancelled", "claim_instant"]
+__all__ = ["Claim", "InstantBusyError", "JobCancelled", "claim_instant", "require_pending"]
 
 
 UndoAttempt = Callable[[Instant], object]
@@ -81,19 +82,34 @@ class Claim:
         self.heartbeat.stop()
 
 
+def require_pending(ctx: ServiceContext, instant_time: str, action: Action, service: str) -> ActiveTimeline:
+    """A fresh timeline on which ``instant_time`` is a pending ``action`` instant.
+
+    Services call this, then read and check the plan, before claiming: a malformed plan then fails
+    before anything (even a heartbeat) is written to the table.
+    """
+    timeline = ctx.table.reload()
+    current = timeline.get(instant_time, action)
+    if current is None or current.is_completed:
+        raise InstantNotPendingError(
+            f"{ctx.table.base_path}: no pending {service} at {instant_time} (found {current})"
+        )
+    return timeline
+
+
 def claim_instant(
     ctx: ServiceContext, instant_time: str, action: Action, service: str, undo: UndoAttempt | None = None
 ) -> Claim:
     """Claim the pending ``action`` instant at ``instant_time`` for ``service`` (see the module doc).
 
     Raises :class:`InstantBusyError` when another process beats for it, and
-    :class:`~hoodie.errors.TableServiceError` when it is not pending.
+    :class:`~hoodie.errors.InstantNotPendingError` when it is not pending.
     """
     table = ctx.table
     with locked(ctx.table_lock, ctx.lock_timeout_s):
         current = table.reload().get(instant_time, action)
         if current is None or current.is_completed:
-            raise TableServiceError(
+            raise InstantNotPendingError(
                 f"{table.base_path}: no pending {service} at {instant_time} (found {current})"
             )
         if not is_heartbeat_expired(table.fileio, table.paths, instant_time, ctx.heartbeat):

@@ -32,7 +32,7 @@ from hoodie.services.base import (
     open_table_for_task,
     register_service,
 )
-from hoodie.services.claim import claim_instant
+from hoodie.services.claim import claim_instant, require_pending
 from hoodie.services.clean_planner import (
     CleanPlanning,
     CleanPolicy,
@@ -205,10 +205,10 @@ def execute_clean(ctx: ServiceContext, instant_time: str, runner: Runner) -> Exe
     table = ctx.table
     ctx.require_no_metadata_table("clean")
     started = time.monotonic()
+    plan = clean_plan(table, instant_time, require_pending(ctx, instant_time, Action.CLEAN, "clean"))
     with claim_instant(ctx, instant_time, Action.CLEAN, "clean") as claim:
         instant = claim.instant
         timeline = table.reload()
-        plan = clean_plan(table, instant_time, timeline)
         if instant.is_requested:
             payload = (
                 plan.to_bytes(table.table_version)

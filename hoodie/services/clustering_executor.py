@@ -44,7 +44,7 @@ from hoodie.services.base import (
     TaskResult,
     crash_point,
 )
-from hoodie.services.claim import claim_instant
+from hoodie.services.claim import claim_instant, require_pending
 from hoodie.services.layout import LayoutOptions, parse_sort_columns, sort_for_layout
 from hoodie.services.recovery import recover_inflight
 from hoodie.services.slice_tasks import (
@@ -329,28 +329,34 @@ def execute_clustering(ctx: ServiceContext, instant_time: str, runner: Runner) -
     """Run a requested (or abandoned inflight) clustering plan to completion."""
     table = ctx.table
     ctx.require_no_metadata_table("clustering")
+    found = require_pending(ctx, instant_time, Action.REPLACE_COMMIT, "clustering")
+    pending = found.get(instant_time, Action.REPLACE_COMMIT)
+    assert pending is not None
+    if not table.is_clustering(pending, found):
+        raise TableServiceError(f"{table.base_path}: {pending} is not a clustering")
+    requested = table.clustering_plan(instant_time, found)
+    plan = requested.clustering_plan
+    assert plan is not None  # is_clustering checked it
+    strategy = plan.strategy.strategy_class_name if plan.strategy else None
+    if strategy not in EXECUTION_STRATEGIES:
+        raise TableServiceError(
+            f"clustering {instant_time} uses execution strategy {strategy!r}; supported: "
+            f"{', '.join(sorted(EXECUTION_STRATEGIES))}"
+        )
+    for group in plan.input_groups or ():
+        for piece in group.slices or ():
+            slice_of(piece)  # every name must parse: a bad plan fails before anything is written
+    inputs = _input_groups(plan)
     with claim_instant(
         ctx, instant_time, Action.REPLACE_COMMIT, "clustering", undo=lambda i: recover_inflight(ctx, i)
     ) as claim:
         instant = claim.instant
-        if not table.is_clustering(instant, table.reload()):
-            raise TableServiceError(f"{table.base_path}: {instant} is not a clustering")
         if instant.is_inflight:
             recover_inflight(ctx, instant)
         timeline = table.reload()
-        requested = table.clustering_plan(instant_time, timeline)
-        plan = requested.clustering_plan
-        assert plan is not None  # is_clustering checked it
-        strategy = plan.strategy.strategy_class_name if plan.strategy else None
-        if strategy not in EXECUTION_STRATEGIES:
-            raise TableServiceError(
-                f"clustering {instant_time} uses execution strategy {strategy!r}; supported: "
-                f"{', '.join(sorted(EXECUTION_STRATEGIES))}"
-            )
         params = (plan.strategy.strategy_params if plan.strategy else None) or {}
         schema_json = latest_writer_schema(table, "clustering")
         meta_avro = add_meta_fields(schema_json) if table.config.populate_meta_fields else schema_json
-        inputs = _input_groups(plan)
         inflight = timeline.transition_to_inflight(Instant(instant_time, instant.action, State.REQUESTED))
         crash_point("clustering.after_inflight")
         base = slice_task_fields(ctx, timeline.reload(), instant_time, meta_avro)

@@ -44,7 +44,7 @@ from hoodie.services.base import (
     crash_point,
     register_service,
 )
-from hoodie.services.claim import claim_instant
+from hoodie.services.claim import claim_instant, require_pending
 from hoodie.services.options import int_option
 from hoodie.services.recovery import recover_inflight
 from hoodie.services.slice_tasks import (
@@ -454,14 +454,18 @@ def execute_compaction(ctx: ServiceContext, instant_time: str, runner: Runner) -
     """Run a requested (or abandoned inflight) compaction plan to completion."""
     table = ctx.table
     ctx.require_no_metadata_table("compaction")
+    plan = table.compaction_plan(
+        instant_time, require_pending(ctx, instant_time, Action.COMPACTION, "compaction")
+    )
+    for op in plan.operations or ():
+        slice_of(op)  # every file name must parse: a bad plan fails before anything is written
+    schema_json = latest_writer_schema(table, "compaction")
     with claim_instant(
         ctx, instant_time, Action.COMPACTION, "compaction", undo=lambda i: recover_inflight(ctx, i)
     ) as claim:
         if claim.instant.is_inflight:
             recover_inflight(ctx, claim.instant)
         timeline = table.reload()
-        plan = table.compaction_plan(instant_time, timeline)
-        schema_json = latest_writer_schema(table, "compaction")
         inflight = timeline.transition_to_inflight(Instant(instant_time, Action.COMPACTION, State.REQUESTED))
         crash_point("compaction.after_inflight")
         shared = slice_task_fields(ctx, timeline.reload(), instant_time, add_meta_fields(schema_json))

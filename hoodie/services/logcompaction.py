@@ -61,7 +61,7 @@ from hoodie.services.base import (
     open_table_for_task,
     register_service,
 )
-from hoodie.services.claim import claim_instant
+from hoodie.services.claim import claim_instant, require_pending
 from hoodie.services.compaction import compaction_operation, slice_of
 from hoodie.services.options import bool_option, int_option
 from hoodie.services.rollback import execute_rollback, schedule_rollback
@@ -507,6 +507,11 @@ def execute_log_compaction(ctx: ServiceContext, instant_time: str, runner: Runne
     table = ctx.table
     ctx.require_no_metadata_table(SERVICE)
     require_log_compactable(table)
+    plan = table.compaction_plan(
+        instant_time, require_pending(ctx, instant_time, Action.LOG_COMPACTION, "log compaction")
+    )
+    for op in plan.operations or ():
+        _log_slice_of(op)  # a bad plan fails before anything is written
     with claim_instant(
         ctx,
         instant_time,
@@ -519,7 +524,6 @@ def execute_log_compaction(ctx: ServiceContext, instant_time: str, runner: Runne
         if claim.instant.is_inflight:
             return _roll_back_abandoned(ctx, claim.instant)
         timeline = table.reload()
-        plan = table.compaction_plan(instant_time, timeline)
 
         def still_ordered(fresh: ActiveTimeline) -> None:
             late = interleaved_writes(table, fresh, instant_time, plan)

@@ -1,0 +1,590 @@
+"""The daemon: one object that owns the tables, the watch ticks, the work queue and its workers,
+Spark, the locks and the run history, and starts and stops them in order.
+
+Ticks (APScheduler, ``max_instances=1``, coalesced) are short and never wait on Spark: the
+watch tick looks at every table's timeline and queues what is runnable; policy scheduling
+queues plan-writing work when a table's interval has passed (only on the leader when leader
+election is on); the discovery tick rescans the roots. Workers take items from the queue and run
+them through the executor. Every decision is one log line.
+
+Stopping (SIGTERM through uvicorn's lifespan, or :meth:`stop`): ticks stop, no new item starts,
+running items get the grace period to finish; then they are cancelled, which rolls their
+attempts back; locks are released, Spark is stopped and the run history closed, each step
+guarded so that one failing cannot skip the rest.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import socket
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from apscheduler.schedulers.background import BackgroundScheduler
+
+from hoodie.errors import HoodieError
+from hoodie.transaction.heartbeat import HeartbeatConfig
+from service.errors import BadRequest, Conflict, NotFound
+from service.executor import Executor, Outcome, SparkHolder
+from service.locks import InProcessServiceLock, LockState, make_lock
+from service.metrics import Metrics
+from service.queue import WorkItem, WorkQueue
+from service.registry import Registry, TableEntry
+from service.settings import Settings
+from service.store import Run, RunState, RunStore
+from service.truetime import TableClock, default_skew_ms
+from service.watcher import TableWatch, lazy_failed_writes, look
+
+log = logging.getLogger("hts.daemon")
+
+TRIGGERABLE = ("compaction", "logcompaction", "clustering", "clean", "archival", "indexing")
+
+
+def _tags(**fields: Any) -> dict[str, Any]:
+    return {"extra": {k: v for k, v in fields.items() if v is not None}}
+
+
+class Daemon:
+    def __init__(self, settings: Settings, *, replica_id: str | None = None) -> None:
+        self.settings = settings
+        self.replica = replica_id or settings.ha.replica_id or socket.gethostname()
+        self.metrics = Metrics()
+        self.registry = Registry(settings)
+        self.store = RunStore(settings.state_dir, self.replica)
+        self.queue = WorkQueue(settings.limits, self._table_limit)
+        self.spark = SparkHolder(settings.spark)
+        self.executor = Executor(self.spark)
+        self.scheduler = BackgroundScheduler(timezone="UTC")
+        self.gave_up: dict[tuple[str, str], str] = {}
+        self._policy_due: dict[tuple[str, str], float] = {}
+        self._workers: list[threading.Thread] = []
+        self._closing = threading.Event()
+        self.stopping = False
+        self.started = False
+        self.last_tick: float | None = None
+        self.leader: Any = None
+        self.metrics.add_state(self.state_snapshot)
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        interrupted = self.store.mark_interrupted()
+        if interrupted:
+            log.warning(
+                "%d run(s) of a previous process did not finish; their instants are watched again",
+                interrupted,
+            )
+        if self.settings.ha.leader_election:
+            from service.locks.leader import LeaderElection
+
+            url = self.settings.leader_zookeeper_url()
+            assert url is not None
+            self.leader = LeaderElection(url, self.settings.ha.election_path, self.replica)
+            self.leader.add_listener(lambda leads: log.info("leadership: %s", "gained" if leads else "lost"))
+            self.leader.start()
+        self.registry.refresh()
+        for n in range(self.settings.limits.max_concurrent):
+            worker = threading.Thread(target=self._work, name=f"hts-worker-{n}", daemon=True)
+            worker.start()
+            self._workers.append(worker)
+        poll = self.settings.watch.poll_interval_s
+        common = {"max_instances": 1, "coalesce": True, "misfire_grace_time": None}
+        self.scheduler.add_job(
+            self.watch_tick, "interval", seconds=poll, id="watch", next_run_time=_now(), **common
+        )
+        self.scheduler.add_job(
+            self.registry.refresh,
+            "interval",
+            seconds=self.settings.tables.rescan_interval_s,
+            id="discover",
+            **common,
+        )
+        self.scheduler.start()
+        self.started = True
+        log.info(
+            "hts daemon %s started: %d table(s), Spark %s, %d worker(s)",
+            self.replica,
+            len(self.registry),
+            self.settings.spark.master,
+            self.settings.limits.max_concurrent,
+        )
+
+    def stop(self, grace_s: float | None = None) -> None:
+        grace = self.settings.shutdown_grace_s if grace_s is None else grace_s
+        self.stopping = True
+        steps: list[tuple[str, Callable[[], None]]] = [
+            (
+                "stop the ticks",
+                lambda: self.scheduler.shutdown(wait=False) if self.scheduler.running else None,
+            ),
+            ("drain the running work", lambda: self._drain(grace)),
+            ("stop the workers", self._stop_workers),
+            ("leave the leader election", lambda: self.leader.stop() if self.leader is not None else None),
+            ("release the locks", self._close_locks),
+            ("stop Spark", self.spark.stop),
+            ("close the run history", self.store.close),
+        ]
+        for what, step in steps:
+            try:
+                step()
+            except Exception:
+                log.exception("stopping: could not %s", what)
+        log.info("hts daemon %s stopped", self.replica)
+
+    def _drain(self, grace: float) -> None:
+        self.queue.paused = True
+        self.queue.wake()
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and any(i.running for i in self.queue.items()):
+            time.sleep(0.1)
+        running = [i for i in self.queue.items() if i.running]
+        for item in running:
+            log.warning(
+                "stopping: cancelling %s on %s; its attempt is rolled back",
+                item.service,
+                item.table_id,
+                **_tags(table=item.table_id, service=item.service, instant=item.instant, run=item.run_id),
+            )
+            item.cancel.set()
+        for item in running:
+            item.done.wait(timeout=max(30.0, grace))
+
+    def _stop_workers(self) -> None:
+        self._closing.set()
+        self.queue.close()
+        for worker in self._workers:
+            worker.join(timeout=10)
+
+    def _close_locks(self) -> None:
+        for entry in self.registry:
+            if entry.lock is not None:
+                try:
+                    entry.lock.close()
+                except Exception:
+                    log.exception("could not release the lock of %s", entry.id)
+
+    # -- tables ------------------------------------------------------------------------------
+
+    def _table_limit(self, table_id: str) -> int:
+        entry = self.registry.get(table_id)
+        return entry.config.max_concurrent if entry is not None else 1
+
+    def _prepare(self, entry: TableEntry) -> None:
+        """The table's lock, clock and watch state, once it opened."""
+        if entry.lock is not None:
+            return
+        table = entry.table
+        assert table is not None
+        options = entry.config.options
+        lock = make_lock(
+            table_id=entry.id,
+            base_path=table.base_path,
+            table_name=table.name,
+            options=options,
+            client_id=f"hts-{self.replica}",
+            observer=self.metrics,
+        )
+        lock.add_state_listener(functools.partial(self._lock_state, entry))
+        skew = self.settings.truetime.max_expected_clock_skew_ms
+        if skew is None:
+            skew = default_skew_ms(isinstance(lock.inner, InProcessServiceLock))
+        entry.clock = TableClock(
+            entry.id, table.fileio, table.paths, lock, table.tz, skew_ms=skew, observer=self.metrics
+        )
+        entry.lock = lock
+        entry.watch = TableWatch()
+
+    def _lock_state(self, entry: TableEntry, state: LockState) -> None:
+        level = logging.INFO if state is LockState.CONNECTED else logging.WARNING
+        what = {
+            LockState.CONNECTED: "connected: work resumes",
+            LockState.SUSPENDED: "suspended: no new work starts",
+            LockState.LOST: "lost: held locks are gone; completing writes refuse",
+        }[state]
+        log.log(level, "lock of %s %s", entry.id, what, **_tags(table=entry.id))
+        self.queue.wake()
+
+    # -- ticks --------------------------------------------------------------------------------
+
+    def watch_tick(self) -> None:
+        started = time.monotonic()
+        leads = self.is_leader
+        for entry in self.registry:
+            try:
+                self._watch(entry, leads)
+            except Exception as e:  # this table only; the others are still served
+                self.metrics.table_errors.labels(entry.id, type(e).__name__).inc()
+                if not isinstance(e, (HoodieError, OSError, ValueError)):
+                    log.exception("watching %s failed unexpectedly", entry.id, **_tags(table=entry.id))
+                self.registry.fail(entry, e)
+        took = time.monotonic() - started
+        self.metrics.tick_duration.observe(took)
+        budget = self.settings.watch.tick_budget_s or self.settings.watch.poll_interval_s
+        if took > budget:
+            self.metrics.tick_overruns.inc()
+            log.warning("watch tick took %.2f s, over its %.2f s budget", took, budget)
+        self.last_tick = time.time()
+        self.queue.wake()
+
+    def _heartbeat_of(self, entry: TableEntry) -> HeartbeatConfig:
+        return HeartbeatConfig.from_options(entry.config.options)
+
+    def _watch(self, entry: TableEntry, leads: bool) -> None:
+        with entry.guard:
+            if entry.table is None or entry.error is not None:
+                failures = entry.failures
+                if not self.registry.open(entry):
+                    if entry.failures > failures and entry.error_kind:
+                        self.metrics.table_errors.labels(entry.id, entry.error_kind).inc()
+                    return
+            self._prepare(entry)
+            assert entry.table is not None
+            look(
+                entry.table, entry.watch, self._heartbeat_of(entry), lazy_failed_writes(entry.config.options)
+            )
+        pending_keys = {(entry.id, p.instant.requested_time) for p in entry.watch.pending}
+        for key in [k for k in self.gave_up if k[0] == entry.id and k not in pending_keys]:
+            del self.gave_up[key]
+        if entry.paused:
+            return
+        for p in entry.watch.pending:
+            key = (entry.id, p.instant.requested_time)
+            if not p.runnable or key in self.gave_up or self.queue.find(key) is not None:
+                continue
+            why = "abandoned attempt" if p.abandoned else f"requested {p.age_s:.0f} s ago"
+            self.submit(
+                WorkItem(
+                    entry.id, p.service, "execute", p.instant.requested_time, "watch", entry.config.priority
+                ),
+                decision=why,
+            )
+        if leads:
+            self._policies(entry)
+
+    def _policies(self, entry: TableEntry) -> None:
+        now = time.monotonic()
+        for service, policy in entry.config.policies.items():
+            if not policy.enabled:
+                continue
+            key = (entry.id, service)
+            if now < self._policy_due.get(key, 0.0):
+                continue
+            self._policy_due[key] = now + policy.interval_s
+            kind = "run" if service == "archival" else "schedule"
+            item = WorkItem(
+                entry.id, service, kind, None, "policy", entry.config.priority - 1, dict(policy.options)
+            )
+            if self.queue.find(item.key) is None:
+                self.submit(item, decision=f"policy interval {policy.interval_s:.0f} s passed")
+
+    @property
+    def is_leader(self) -> bool:
+        return self.leader is None or bool(self.leader.is_leader)
+
+    # -- work ---------------------------------------------------------------------------------
+
+    def submit(
+        self, item: WorkItem, *, decision: str, idempotency_key: str | None = None
+    ) -> tuple[Run, bool]:
+        entry = self.registry.get(item.table_id)
+        if entry is None:
+            raise NotFound(f"no table {item.table_id!r}")
+        run, created = self.store.create(
+            table_id=item.table_id,
+            table_path=entry.uri,
+            service=item.service,
+            kind=item.kind,
+            instant=item.instant,
+            trigger=item.trigger,
+            idempotency_key=idempotency_key,
+        )
+        if not created:
+            return run, False
+        item.run_id = run.id
+        queued, fresh = self.queue.submit(item)
+        if not fresh:  # the same instant is queued or running already: that run answers for it
+            self.store.update(
+                run.id,
+                state=RunState.SKIPPED,
+                finished_at=time.time(),
+                error=f"same work as run {queued.run_id}",
+            )
+            existing = self.store.get(queued.run_id) if queued.run_id is not None else None
+            return (existing or run), False
+        log.info(
+            "queued %s %s on %s: %s",
+            item.service,
+            item.instant or item.kind,
+            item.table_id,
+            decision,
+            **_tags(
+                table=item.table_id,
+                service=item.service,
+                instant=item.instant,
+                run=run.id,
+                trigger=item.trigger,
+                decision="queue",
+            ),
+        )
+        return run, True
+
+    def _eligible(self, item: WorkItem) -> bool:
+        entry = self.registry.get(item.table_id)
+        if entry is None or entry.paused or entry.table is None or entry.error is not None:
+            return False
+        return entry.lock is None or entry.lock.state is LockState.CONNECTED
+
+    def _work(self) -> None:
+        while not self._closing.is_set():
+            item = self.queue.take(self._eligible, timeout_s=1.0)
+            if item is not None:
+                self._run(item)
+
+    def _run(self, item: WorkItem) -> None:
+        entry = self.registry.get(item.table_id)
+        tags = _tags(table=item.table_id, service=item.service, instant=item.instant, run=item.run_id)
+        assert item.run_id is not None
+        started = time.monotonic()
+        self.store.update(item.run_id, state=RunState.RUNNING, started_at=time.time(), attempts=item.attempts)
+        log.info(
+            "running %s %s on %s (attempt %d)",
+            item.service,
+            item.instant or item.kind,
+            item.table_id,
+            item.attempts,
+            **tags,
+        )
+        if entry is None:
+            outcome = Outcome("skipped", {"reason": "table no longer served"})
+        else:
+            outcome = self.executor.run(item, entry)
+        seconds = time.monotonic() - started
+        self._record(item, outcome, seconds)
+        retry = self.settings.retry
+        if (
+            outcome.state == "failed"
+            and outcome.retry
+            and item.attempts < retry.max_attempts
+            and not self.stopping
+        ):
+            delay = min(retry.backoff_max_s, retry.backoff_initial_s * 2 ** (item.attempts - 1))
+            self.store.update(
+                item.run_id, state=RunState.QUEUED, error=outcome.error, details=outcome.details
+            )
+            log.warning(
+                "%s %s on %s failed (attempt %d of %d), retrying in %.1f s: %s",
+                item.service,
+                item.instant or item.kind,
+                item.table_id,
+                item.attempts,
+                retry.max_attempts,
+                delay,
+                outcome.error,
+                **tags,
+            )
+            self.queue.finish(item, seconds, retry_in=delay)
+            return
+        if outcome.state == "failed" and item.instant is not None:
+            self.gave_up[item.key] = outcome.error or "failed"
+        details = dict(outcome.details)
+        if item.progress != (0, 0):
+            details["tasks_done"], details["tasks_total"] = item.progress
+        self.store.update(
+            item.run_id,
+            state=RunState(outcome.state),
+            finished_at=time.time(),
+            error=outcome.error,
+            details=details,
+        )
+        level = logging.ERROR if outcome.state == "failed" else logging.INFO
+        log.log(
+            level,
+            "%s %s on %s %s in %.1f s%s",
+            item.service,
+            item.instant or item.kind,
+            item.table_id,
+            outcome.state,
+            seconds,
+            f": {outcome.error}" if outcome.error else "",
+            **tags,
+        )
+        item.result = {"state": outcome.state, **details}
+        self.queue.finish(item, seconds)
+        if entry is not None and not self.stopping:
+            for service, instant in outcome.scheduled:
+                self.submit(
+                    WorkItem(entry.id, service, "execute", instant, item.trigger, entry.config.priority),
+                    decision=f"planned by run {item.run_id}",
+                )
+
+    def _record(self, item: WorkItem, outcome: Outcome, seconds: float) -> None:
+        m = self.metrics
+        table, service = item.table_id, item.service
+        m.runs.labels(table, service, outcome.state).inc()
+        m.run_duration.labels(table, service).observe(seconds)
+        if outcome.state != "succeeded":
+            return
+        d = outcome.details
+        m.records_written.labels(table, service).inc(d.get("records_written", 0) or 0)
+        m.bytes_written.labels(table, service).inc(d.get("bytes_written", 0) or 0)
+        m.files_written.labels(table, service).inc(d.get("files_written", 0) or 0)
+        m.log_files_compacted.labels(table, service).inc(d.get("log_files_compacted", 0) or 0)
+        m.files_removed.labels(table, service).inc(d.get("files_deleted", 0) or 0)
+        if service == "archival":
+            m.instants_archived.labels(table).inc(d.get("archived", 0) or 0)
+        if item.kind in ("schedule", "trigger") and d.get("scheduled"):
+            m.scheduled.labels(table, service, item.trigger).inc()
+
+    # -- operations (the API calls these) ----------------------------------------------------
+
+    def entry(self, table_id: str) -> TableEntry:
+        entry = self.registry.get(table_id)
+        if entry is None:
+            raise NotFound(f"no table {table_id!r} (known: {', '.join(self.registry.ids()) or 'none'})")
+        if entry.table is None and entry.error is None:  # not looked at yet: open it now
+            with entry.guard:
+                if self.registry.open(entry):
+                    self._prepare(entry)
+        return entry
+
+    def trigger(
+        self,
+        table_id: str,
+        service: str,
+        *,
+        options: dict[str, str] | None = None,
+        instant: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> tuple[Run, bool]:
+        """The REST trigger: schedule now (or take ``instant``) and execute, as one run."""
+        if service not in TRIGGERABLE:
+            raise BadRequest(f"unknown service {service!r} (known: {', '.join(TRIGGERABLE)})")
+        if service == "indexing":
+            raise Conflict(
+                "indexing builds metadata-table partitions, which hts does not maintain yet; "
+                "nothing was written"
+            )
+        entry = self.entry(table_id)
+        if entry.table is None or entry.error is not None:
+            raise Conflict(f"table {table_id} cannot be served now: {entry.error or 'not opened yet'}")
+        if entry.paused or self.queue.paused:
+            raise Conflict(f"table {table_id} is paused; resume it first")
+        if instant is not None:
+            self.gave_up.pop((table_id, instant), None)
+        kind = "run" if service == "archival" else "trigger"
+        item = WorkItem(
+            table_id, service, kind, instant, "api", entry.config.priority + 10, dict(options or {})
+        )
+        return self.submit(item, decision="REST trigger", idempotency_key=idempotency_key)
+
+    def cancel(self, run_id: int) -> Run:
+        run = self.store.get(run_id)
+        if run is None:
+            raise NotFound(f"no run {run_id}")
+        item = self.queue.by_run(run_id)
+        if item is None:
+            if run.state.finished:
+                raise Conflict(f"run {run_id} already ended ({run.state.value})")
+            raise Conflict(f"run {run_id} is not queued or running in this replica ({run.replica})")
+        self.queue.cancel(run_id)
+        if not item.running:
+            self.store.update(
+                run_id, state=RunState.CANCELLED, finished_at=time.time(), error="cancelled before it started"
+            )
+        log.info(
+            "cancel requested for run %d",
+            run_id,
+            **_tags(table=run.table_id, service=run.service, run=run_id),
+        )
+        updated = self.store.get(run_id)
+        assert updated is not None
+        return updated
+
+    def pause(self, table_id: str | None = None) -> None:
+        if table_id is None:
+            self.queue.paused = True
+        else:
+            self.entry(table_id).paused = True
+        log.info("paused %s", table_id or "all tables", **_tags(table=table_id))
+
+    def resume(self, table_id: str | None = None) -> None:
+        if table_id is None:
+            self.queue.paused = False
+        else:
+            self.entry(table_id).paused = False
+        self.queue.wake()
+        log.info("resumed %s", table_id or "all tables", **_tags(table=table_id))
+
+    def truetime(self, table_id: str, *, lock_held: bool = False) -> str:
+        entry = self.entry(table_id)
+        if entry.clock is None:
+            raise Conflict(f"table {table_id} is not open yet: {entry.error or 'first look pending'}")
+        try:
+            return str(entry.clock.new_instant_time(lock_held=lock_held))
+        except HoodieError as e:
+            raise Conflict(f"TrueTime for {table_id}: {e}") from e
+
+    # -- state --------------------------------------------------------------------------------
+
+    def readiness(self) -> list[str]:
+        """Why the daemon is not ready (empty when ready)."""
+        reasons: list[str] = []
+        if not self.started:
+            reasons.append("starting")
+        if self.stopping:
+            reasons.append("stopping")
+        if self.last_tick is None:
+            reasons.append("no watch tick has finished yet")
+        if not self.store.writable():
+            reasons.append(f"run history {self.store.path} is not writable")
+        for entry in self.registry:
+            if entry.lock is not None and entry.lock.state is not LockState.CONNECTED:
+                reasons.append(f"lock of table {entry.id} is {entry.lock.state.value}")
+        for root, error in self.registry.discovery_errors.items():
+            reasons.append(f"discovery of {root} failed: {error}")
+        return reasons
+
+    def liveness(self) -> str | None:
+        """Why the daemon is not live (None when it is): the watch tick must keep finishing."""
+        if not self.started or self.stopping:
+            return None
+        limit = max(3 * self.settings.watch.poll_interval_s, 30.0)
+        if self.last_tick is None:
+            return None
+        age = time.time() - self.last_tick
+        return None if age <= limit else f"last watch tick finished {age:.0f} s ago (limit {limit:.0f} s)"
+
+    def state_snapshot(self) -> dict[str, Any]:
+        pending: dict[tuple[str, str], tuple[int, float, int]] = {}
+        tables: dict[str, dict[str, Any]] = {}
+        health: dict[str, int] = {}
+        for entry in self.registry:
+            health[entry.health] = health.get(entry.health, 0) + 1
+            tables[entry.id] = {
+                "up": entry.healthy,
+                "paused": entry.paused,
+                "lock_state": entry.lock.state.value if entry.lock is not None else None,
+            }
+            watch = entry.watch
+            for p in watch.pending if watch is not None else ():
+                count, age, dead = pending.get((entry.id, p.service), (0, 0.0, 0))
+                pending[(entry.id, p.service)] = (count + 1, max(age, p.age_s), dead + int(p.abandoned))
+        return {
+            "pending": pending,
+            "tables": tables,
+            "health": health,
+            "queue": self.queue.counts(),
+            "ready": not self.readiness(),
+            "paused": self.queue.paused,
+            "leader": self.is_leader,
+            "last_tick": self.last_tick or 0.0,
+        }
+
+
+def _now() -> Any:
+    import datetime as dt
+
+    return dt.datetime.now(dt.UTC)

@@ -1,0 +1,221 @@
+"""Runs work items: table services on one long-lived SparkSession (or in process).
+
+This is the only daemon module that reaches Spark (through ``jobs.spark``). The session starts
+on the first run that needs it and serves every run after it, from several worker threads at
+once (Spark schedules their jobs side by side; ``spark.scheduler.mode`` is FAIR unless
+configured). Master ``in-process`` runs tasks in the worker thread instead (small tables, tests).
+
+Each run builds a fresh :class:`~hoodie.services.base.ServiceContext` over the table's shared
+lock and TrueTime clock; the outcome, what was written and why a run failed go to the run store
+and the metrics.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from hoodie.errors import HoodieError, InstantBusyError, InstantNotPendingError
+from hoodie.services.base import (
+    ExecutionResult,
+    JobCancelled,
+    LocalRunner,
+    Runner,
+    Scheduled,
+    ServiceContext,
+    service_named,
+)
+from hoodie.table import HoodieTable
+from hoodie.transaction.heartbeat import HeartbeatConfig
+from hoodie.transaction.lock import LockError
+from service.queue import WorkItem
+from service.registry import TableEntry
+from service.settings import SparkSettings
+
+log = logging.getLogger(__name__)
+
+IN_PROCESS = "in-process"
+
+
+class SparkHolder:
+    """The daemon's one SparkSession, created on first use."""
+
+    def __init__(self, settings: SparkSettings) -> None:
+        self.settings = settings
+        self._spark: Any = None
+        self._guard = threading.Lock()
+        self.started_at: float | None = None
+
+    @property
+    def in_process(self) -> bool:
+        return self.settings.master == IN_PROCESS
+
+    def session(self) -> Any:
+        with self._guard:
+            if self._spark is None:
+                from jobs.spark import spark_session
+
+                conf = {"spark.scheduler.mode": "FAIR", **self.settings.conf}
+                log.info("starting Spark (%s)", self.settings.master)
+                self._spark = spark_session(self.settings.master, conf, app_name="hts-daemon")
+                self.started_at = time.time()
+            return self._spark
+
+    def runner(self, cancel: threading.Event, progress: Callable[[int, int], None]) -> Runner:
+        if self.in_process:
+            return LocalRunner(progress=progress, cancel=cancel)
+        from jobs.spark import SparkRunner
+
+        master = self.settings.master
+        ship = not master.startswith("local")
+        return SparkRunner(self.session(), progress=progress, ship_code=ship, cancel=cancel)
+
+    def stop(self) -> None:
+        with self._guard:
+            if self._spark is not None:
+                try:
+                    self._spark.stop()
+                finally:
+                    self._spark = None
+
+
+class RunFailed(Exception):
+    """A run ended in failure; ``retry`` says whether trying again could help."""
+
+    def __init__(self, message: str, *, retry: bool) -> None:
+        super().__init__(message)
+        self.retry = retry
+
+
+@dataclass
+class Outcome:
+    state: str  # succeeded, skipped, cancelled, failed
+    details: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    retry: bool = False
+    scheduled: list[tuple[str, str]] = field(default_factory=list)
+    """(service, instant) plans this run wrote that still need executing."""
+    result: ExecutionResult | None = None
+
+
+def context_for(entry: TableEntry, options: Mapping[str, str]) -> ServiceContext:
+    """A fresh context on ``entry``'s table with its shared lock and clock."""
+    assert entry.table is not None
+    table = HoodieTable.open(entry.uri, **entry.config.storage_options)
+    return ServiceContext(
+        table,
+        options=dict(options),
+        lock=entry.lock,
+        time_source=entry.clock,
+        storage_options=dict(entry.config.storage_options),
+        heartbeat=HeartbeatConfig.from_options(options),
+        lock_timeout_s=float(options.get("hoodie.write.lock.wait_time_ms", "60000")) / 1000,
+    )
+
+
+def summarize(result: ExecutionResult) -> dict[str, Any]:
+    stats = result.write_stats
+    return {
+        "instant": result.instant.requested_time,
+        "completed": result.instant.completion_time,
+        "action": result.instant.action.value,
+        "files_written": len(stats),
+        "records_written": sum(s.num_writes or 0 for s in stats),
+        "bytes_written": sum(s.total_write_bytes or 0 for s in stats),
+        "log_files_compacted": sum(s.total_log_files_compacted or 0 for s in stats),
+        **{k: v for k, v in result.details.items() if k not in ("archived_instants",)},
+    }
+
+
+class Executor:
+    """Turns a work item into service calls and an :class:`Outcome`."""
+
+    def __init__(self, spark: SparkHolder) -> None:
+        self.spark = spark
+
+    def run(self, item: WorkItem, entry: TableEntry) -> Outcome:
+        options = entry.options(item.options)
+        try:
+            ctx = context_for(entry, options)
+            if item.kind == "execute":
+                return self._execute(item, ctx, item.service, item.instant)
+            if item.kind == "schedule":
+                return self._schedule(item, ctx)
+            if item.kind == "trigger":
+                return self._trigger(item, ctx)
+            if item.kind == "run":  # archival: plan and carry out in one go
+                return self._archive(item, ctx)
+            raise RunFailed(f"unknown work kind {item.kind!r}", retry=False)
+        except InstantBusyError as e:
+            return Outcome("skipped", {"reason": "running elsewhere"}, str(e))
+        except InstantNotPendingError as e:
+            return Outcome("skipped", {"reason": "no longer pending"}, str(e))
+        except JobCancelled as e:
+            return Outcome("cancelled", {}, str(e))
+        except RunFailed as e:
+            return Outcome("failed", {}, str(e), retry=e.retry)
+        except LockError as e:
+            return Outcome("failed", {"reason": "lock"}, f"{type(e).__name__}: {e}", retry=True)
+        except HoodieError as e:
+            return Outcome("failed", {}, f"{type(e).__name__}: {e}", retry=True)
+        except OSError as e:
+            return Outcome("failed", {"reason": "storage"}, f"{type(e).__name__}: {e}", retry=True)
+        except Exception as e:  # a bug: record it, keep the daemon serving
+            log.exception("run of %s on %s failed unexpectedly", item.service, item.table_id)
+            return Outcome("failed", {}, f"{type(e).__name__}: {e}", retry=True)
+
+    def _runner(self, item: WorkItem) -> Runner:
+        def progress(done: int, total: int) -> None:
+            item.progress = (done, total)
+
+        return self.spark.runner(item.cancel, progress)
+
+    def _execute(
+        self, item: WorkItem, ctx: ServiceContext, service_name: str, instant: str | None
+    ) -> Outcome:
+        if instant is None:
+            raise RunFailed(f"{service_name}: no instant to execute", retry=False)
+        service = service_named(service_name)
+        result = service.execute(ctx, instant, self._runner(item))
+        return Outcome("succeeded", summarize(result), result=result)
+
+    def _schedule(self, item: WorkItem, ctx: ServiceContext) -> Outcome:
+        scheduled = service_named(item.service).schedule(ctx)
+        if scheduled is None or scheduled.instant_time is None:
+            return Outcome("succeeded", {"scheduled": None, "reason": "nothing due"})
+        return Outcome(
+            "succeeded",
+            {"scheduled": scheduled.instant_time, "reason": scheduled.reason},
+            scheduled=[(item.service, scheduled.instant_time)],
+        )
+
+    def _trigger(self, item: WorkItem, ctx: ServiceContext) -> Outcome:
+        """The REST trigger: plan now (unless an instant is named), then execute that plan."""
+        scheduled: Scheduled | None = None
+        instant = item.instant
+        if instant is None:
+            scheduled = service_named(item.service).schedule(ctx)
+            instant = scheduled.instant_time if scheduled is not None else None
+        if instant is None:
+            pending = service_named(item.service).pending(ctx.table, ctx.table.reload())
+            requested = [i for i in pending if i.is_requested]
+            if not requested:
+                return Outcome("succeeded", {"scheduled": None, "reason": "nothing to plan or execute"})
+            instant = requested[0].requested_time
+        outcome = self._execute(item, ctx, item.service, instant)
+        outcome.details["scheduled"] = scheduled.instant_time if scheduled is not None else None
+        if scheduled is not None:
+            outcome.details["reason"] = scheduled.reason
+        return outcome
+
+    def _archive(self, item: WorkItem, ctx: ServiceContext) -> Outcome:
+        service = service_named(item.service)
+        scheduled = service.schedule(ctx)
+        if scheduled is None or scheduled.instant_time is None:
+            return Outcome("succeeded", {"archived": 0, "reason": "nothing due"})
+        result = service.execute(ctx, scheduled.instant_time, self._runner(item))
+        return Outcome("succeeded", summarize(result), result=result)

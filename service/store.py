@@ -1,0 +1,262 @@
+"""Run history in SQLite (``<state_dir>/hts.db``), kept across restarts.
+
+One row per run: a table service scheduled or executed on one table, from the moment it is
+queued to its outcome. Runs that a previous process left queued or running are marked
+``interrupted`` at start-up: their instants are still on the timeline, so the watcher finds them
+again (an abandoned inflight attempt is rolled back once its heartbeat expires).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    table_id TEXT NOT NULL,
+    table_path TEXT NOT NULL,
+    service TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    instant TEXT,
+    trigger TEXT NOT NULL,
+    state TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    created_at REAL NOT NULL,
+    started_at REAL,
+    finished_at REAL,
+    error TEXT,
+    details TEXT,
+    idempotency_key TEXT UNIQUE,
+    replica TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS runs_by_table ON runs (table_id, created_at);
+CREATE INDEX IF NOT EXISTS runs_by_state ON runs (state);
+"""
+
+
+class RunState(StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    SKIPPED = "skipped"
+    INTERRUPTED = "interrupted"
+
+    @property
+    def finished(self) -> bool:
+        return self not in (RunState.QUEUED, RunState.RUNNING)
+
+
+@dataclass(frozen=True)
+class Run:
+    id: int
+    table_id: str
+    table_path: str
+    service: str
+    kind: str
+    instant: str | None
+    trigger: str
+    state: RunState
+    attempts: int
+    created_at: float
+    started_at: float | None
+    finished_at: float | None
+    error: str | None
+    details: dict[str, Any]
+    idempotency_key: str | None
+    replica: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "table": self.table_id,
+            "path": self.table_path,
+            "service": self.service,
+            "kind": self.kind,
+            "instant": self.instant,
+            "trigger": self.trigger,
+            "state": self.state.value,
+            "attempts": self.attempts,
+            "created_at": self.created_at,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "duration_s": (self.finished_at - self.started_at)
+            if self.finished_at is not None and self.started_at is not None
+            else None,
+            "error": self.error,
+            "details": self.details,
+            "idempotency_key": self.idempotency_key,
+            "replica": self.replica,
+        }
+
+
+_COLUMNS = (
+    "id, table_id, table_path, service, kind, instant, trigger, state, attempts, created_at, "
+    "started_at, finished_at, error, details, idempotency_key, replica"
+)
+
+
+def _run(row: tuple[Any, ...]) -> Run:
+    return Run(
+        id=row[0],
+        table_id=row[1],
+        table_path=row[2],
+        service=row[3],
+        kind=row[4],
+        instant=row[5],
+        trigger=row[6],
+        state=RunState(row[7]),
+        attempts=row[8],
+        created_at=row[9],
+        started_at=row[10],
+        finished_at=row[11],
+        error=row[12],
+        details=json.loads(row[13]) if row[13] else {},
+        idempotency_key=row[14],
+        replica=row[15],
+    )
+
+
+class RunStore:
+    """Thread-safe access to the run history."""
+
+    def __init__(self, state_dir: Path, replica: str) -> None:
+        state_dir.mkdir(parents=True, exist_ok=True)
+        self.path = state_dir / "hts.db"
+        self.replica = replica
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._guard = threading.Lock()
+        with self._guard:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.executescript(SCHEMA)
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        with self._guard:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def close(self) -> None:
+        with self._guard:
+            self._db.close()
+
+    def writable(self) -> bool:
+        try:
+            with self._tx() as db:
+                db.execute("SELECT 1")
+            return True
+        except sqlite3.Error:
+            return False
+
+    def mark_interrupted(self) -> int:
+        """Runs a previous process of this replica left unfinished; returns how many."""
+        with self._tx() as db:
+            cur = db.execute(
+                "UPDATE runs SET state = ?, finished_at = ?, error = ? WHERE state IN (?, ?) AND replica = ?",
+                (
+                    RunState.INTERRUPTED.value,
+                    time.time(),
+                    "the daemon stopped before this run finished",
+                    RunState.QUEUED.value,
+                    RunState.RUNNING.value,
+                    self.replica,
+                ),
+            )
+            return cur.rowcount
+
+    def create(
+        self,
+        *,
+        table_id: str,
+        table_path: str,
+        service: str,
+        kind: str,
+        instant: str | None,
+        trigger: str,
+        idempotency_key: str | None = None,
+    ) -> tuple[Run, bool]:
+        """A new queued run, or the existing run with the same idempotency key (and False)."""
+        with self._tx() as db:
+            if idempotency_key is not None:
+                row = db.execute(
+                    f"SELECT {_COLUMNS} FROM runs WHERE idempotency_key = ?", (idempotency_key,)
+                ).fetchone()
+                if row is not None:
+                    return _run(row), False
+            cur = db.execute(
+                "INSERT INTO runs (table_id, table_path, service, kind, instant, trigger, state, "
+                "created_at, idempotency_key, replica) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    table_id,
+                    table_path,
+                    service,
+                    kind,
+                    instant,
+                    trigger,
+                    RunState.QUEUED.value,
+                    time.time(),
+                    idempotency_key,
+                    self.replica,
+                ),
+            )
+            row = db.execute(f"SELECT {_COLUMNS} FROM runs WHERE id = ?", (cur.lastrowid,)).fetchone()
+            return _run(row), True
+
+    def update(self, run_id: int, **fields: Any) -> None:
+        allowed = {"state", "attempts", "started_at", "finished_at", "error", "details", "instant"}
+        unknown = set(fields) - allowed
+        if unknown:
+            raise ValueError(f"unknown run fields {sorted(unknown)}")
+        values = {k: (v.value if isinstance(v, RunState) else v) for k, v in fields.items()}
+        if "details" in values:
+            values["details"] = json.dumps(values["details"], default=str)
+        assignments = ", ".join(f"{k} = ?" for k in values)
+        with self._tx() as db:
+            db.execute(f"UPDATE runs SET {assignments} WHERE id = ?", (*values.values(), run_id))
+
+    def get(self, run_id: int) -> Run | None:
+        with self._guard:
+            row = self._db.execute(f"SELECT {_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return _run(row) if row is not None else None
+
+    def list(
+        self,
+        *,
+        table_id: str | None = None,
+        state: str | None = None,
+        service: str | None = None,
+        limit: int = 100,
+    ) -> list[Run]:
+        where: list[str] = []
+        args: list[Any] = []
+        for column, value in (("table_id", table_id), ("state", state), ("service", service)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                args.append(value)
+        sql = f"SELECT {_COLUMNS} FROM runs"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY id DESC LIMIT ?"
+        with self._guard:
+            rows = self._db.execute(sql, (*args, limit)).fetchall()
+        return [_run(r) for r in rows]
+
+    def counts(self) -> Mapping[str, int]:
+        with self._guard:
+            rows = self._db.execute("SELECT state, COUNT(*) FROM runs GROUP BY state").fetchall()
+        return {state: n for state, n in rows}

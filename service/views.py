@@ -1,0 +1,143 @@
+"""What the API shows of a table: its summary, configuration, timeline and plans, as JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hoodie.errors import HoodieError
+from hoodie.models.base import AvroRecord
+from hoodie.models.index import IndexPlan
+from hoodie.models.restore import RestorePlan
+from hoodie.services.clean import clean_plan
+from hoodie.services.recovery import read_plan
+from hoodie.table import HoodieTable
+from hoodie.timeline.instant import Action, Instant, State
+from hoodie.timeline.timeline import ActiveTimeline
+from service.errors import NotFound
+from service.registry import TableEntry
+
+_SHOWN_PROPERTIES = (
+    "hoodie.table.name",
+    "hoodie.table.type",
+    "hoodie.table.version",
+    "hoodie.timeline.layout.version",
+    "hoodie.table.timeline.timezone",
+    "hoodie.table.recordkey.fields",
+    "hoodie.table.partition.fields",
+    "hoodie.table.precombine.field",
+    "hoodie.table.ordering.fields",
+    "hoodie.record.merge.mode",
+    "hoodie.table.metadata.partitions",
+)
+
+
+def summary(entry: TableEntry) -> dict[str, Any]:
+    table = entry.table
+    return {
+        "id": entry.id,
+        "path": entry.uri,
+        "type": table.config.table_type.value if table is not None else None,
+        "version": table.table_version if table is not None else None,
+        "name": table.name if table is not None else None,
+        "health": entry.health,
+        "error": entry.error,
+        "paused": entry.paused,
+        "source": entry.config.source,
+    }
+
+
+def detail(entry: TableEntry, running: list[dict[str, Any]], gave_up: dict[str, str]) -> dict[str, Any]:
+    table = entry.table
+    pending = []
+    for p in entry.watch.pending if entry.watch is not None else ():
+        item = p.as_json()
+        if p.instant.requested_time in gave_up:
+            item["blocked"] = f"gave up after repeated failures: {gave_up[p.instant.requested_time]}"
+        pending.append(item)
+    props = {}
+    if table is not None:
+        props = {k: table.config.props[k] for k in _SHOWN_PROPERTIES if k in table.config.props}
+    return {
+        **summary(entry),
+        "config": {
+            "properties": props,
+            "options": entry.config.options,
+            "policies": {name: p.model_dump() for name, p in entry.config.policies.items()},
+            "priority": entry.config.priority,
+            "max_concurrent": entry.config.max_concurrent,
+        },
+        "lock": {
+            "provider": entry.lock.kind if entry.lock is not None else None,
+            "state": entry.lock.state.value if entry.lock is not None else None,
+        },
+        "pending": pending,
+        "running": running,
+    }
+
+
+def timeline(table: HoodieTable) -> list[dict[str, Any]]:
+    tl = table.reload()
+    return [
+        {
+            "requested_time": i.requested_time,
+            "completion_time": i.completion_time,
+            "action": i.action.value,
+            "state": i.state.name,
+        }
+        for i in tl
+    ]
+
+
+def _find(tl: ActiveTimeline, instant_time: str) -> Instant:
+    found = [i for i in tl if i.requested_time == instant_time]
+    if not found:
+        raise NotFound(f"no instant {instant_time} on the active timeline")
+    # A savepoint shares its commit's time; prefer the instant that has a plan.
+    found.sort(key=lambda i: i.action is Action.SAVEPOINT)
+    return found[0]
+
+
+def plan(table: HoodieTable, instant_time: str) -> dict[str, Any]:
+    """The plan of ``instant_time`` with Apache Hudi's Avro field names."""
+    tl = table.reload()
+    instant = _find(tl, instant_time)
+    action = instant.action
+    model: AvroRecord
+    if action in (Action.COMPACTION, Action.LOG_COMPACTION) or (
+        instant.is_completed and action in (Action.COMMIT, Action.DELTA_COMMIT) and _has_plan(tl, instant)
+    ):
+        model = table.compaction_plan(instant_time, tl)
+        kind = "compaction" if action is not Action.LOG_COMPACTION else "logcompaction"
+    elif action in (Action.CLUSTERING, Action.REPLACE_COMMIT):
+        model = table.clustering_plan(instant_time, tl)
+        kind = "clustering" if action is Action.CLUSTERING or table.is_clustering(instant, tl) else "replace"
+    elif action is Action.CLEAN:
+        model = clean_plan(table, instant_time, tl)
+        kind = "clean"
+    elif action is Action.ROLLBACK:
+        model = read_plan(table, tl, instant_time)
+        kind = "rollback"
+    elif action is Action.INDEXING:
+        data = tl.read_state(instant_time, State.REQUESTED, Action.INDEXING)
+        model = IndexPlan.from_bytes(data, table.table_version, instant_time)
+        kind = "indexing"
+    elif action is Action.RESTORE:
+        data = tl.read_state(instant_time, State.REQUESTED, Action.RESTORE)
+        model = RestorePlan.from_bytes(data, table.table_version, instant_time)
+        kind = "restore"
+    else:
+        raise NotFound(f"{instant} has no plan ({action.value} instants are not planned)")
+    return {
+        "instant": instant_time,
+        "action": action.value,
+        "state": instant.state.name,
+        "kind": kind,
+        "plan": model.to_avro(),
+    }
+
+
+def _has_plan(tl: ActiveTimeline, instant: Instant) -> bool:
+    try:
+        return bool(tl.read_state(instant.requested_time, State.REQUESTED, Action.COMPACTION))
+    except (OSError, HoodieError):
+        return False

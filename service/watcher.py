@@ -1,0 +1,185 @@
+"""Watching timelines cheaply: notice REQUESTED table services and abandoned attempts.
+
+One look at a table costs a directory listing of its active timeline (on local storage, only a
+``stat`` of the folder while its modification time is unchanged). The timeline is re-read only
+when the listing changed; the heartbeats of pending table services are checked on every look,
+since an attempt becomes abandoned without anything on the timeline changing.
+
+What is found, per table, is a list of :class:`PendingInstant`: each pending compaction, log
+compaction, clustering, clean, indexing or rollback with its age, whether another process beats
+for it, and whether the daemon should run it now (``runnable``). Failed *writes* (an inflight
+commit whose heartbeat expired) are rolled back only when the table's writers use Hudi's LAZY
+failed-writes policy (``hoodie.clean.failed.writes.policy=LAZY``): with the default EAGER policy
+writers keep no heartbeat and roll back their own failures, so a missing heartbeat proves nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+
+from hoodie.errors import HoodieError
+from hoodie.services.clustering import pending_clustering
+from hoodie.services.recovery import pending_rollbacks
+from hoodie.table import HoodieTable
+from hoodie.timeline.instant import Action, Instant, State
+from hoodie.timeline.instant_time import parse_instant_time
+from hoodie.timeline.timeline import ActiveTimeline
+from hoodie.transaction.heartbeat import HeartbeatConfig, last_heartbeat_ms
+
+log = logging.getLogger(__name__)
+
+FAILED_WRITES_KEYS = ("hoodie.clean.failed.writes.policy", "hoodie.cleaner.policy.failed.writes")
+EXECUTABLE = frozenset({"compaction", "logcompaction", "clustering", "clean", "rollback"})
+
+
+@dataclass(frozen=True)
+class PendingInstant:
+    """A pending instant the daemon cares about."""
+
+    service: str
+    instant: Instant
+    age_s: float
+    beating: bool
+    """Another process (or we) keeps its heartbeat alive."""
+    abandoned: bool
+    """An attempt that died: INFLIGHT with an expired heartbeat (a failed write: any state)."""
+    blocked: str | None = None
+    """Why the daemon will not run it (a pending restore owns it, no executor for the action)."""
+
+    @property
+    def runnable(self) -> bool:
+        if self.blocked or self.service not in EXECUTABLE or self.beating:
+            return False
+        return self.abandoned or (self.instant.is_requested and self.service != "rollback")
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "service": self.service,
+            "instant": self.instant.requested_time,
+            "action": self.instant.action.value,
+            "state": self.instant.state.name,
+            "age_seconds": round(self.age_s, 3),
+            "running_elsewhere": self.beating,
+            "abandoned": self.abandoned,
+            "blocked": self.blocked,
+        }
+
+
+@dataclass
+class TableWatch:
+    """What the last look at one table found."""
+
+    signature: frozenset[str] | None = None
+    dir_mtime_ns: int | None = None
+    timeline: ActiveTimeline | None = None
+    candidates: list[tuple[str, Instant]] = field(default_factory=list)
+    restoring: bool = False
+    pending: list[PendingInstant] = field(default_factory=list)
+    reloads: int = 0
+    looks: int = 0
+
+
+def lazy_failed_writes(options: dict[str, str]) -> bool:
+    return any(options.get(k, "").strip().upper() == "LAZY" for k in FAILED_WRITES_KEYS)
+
+
+def _age_s(table: HoodieTable, instant: Instant, now: float) -> float:
+    try:
+        return max(0.0, now - parse_instant_time(instant.requested_time, table.tz).timestamp())
+    except HoodieError:
+        return 0.0
+
+
+def _service_of(instant: Instant, clustering: set[str]) -> str | None:
+    action = instant.action
+    if action is Action.COMPACTION:
+        return "compaction"
+    if action is Action.LOG_COMPACTION:
+        return "logcompaction"
+    if action is Action.CLEAN:
+        return "clean"
+    if action is Action.INDEXING:
+        return "indexing"
+    if action is Action.ROLLBACK:
+        return "rollback"
+    if action is Action.RESTORE:
+        return "restore"
+    if instant.requested_time in clustering:
+        return "clustering"
+    return None
+
+
+def _candidates(table: HoodieTable, timeline: ActiveTimeline, lazy: bool) -> list[tuple[str, Instant]]:
+    """The pending instants a service of ours owns (from the timeline alone; no heartbeats)."""
+    clustering = {i.requested_time for i in pending_clustering(table, timeline)}
+    planned: set[str] = set()
+    if timeline.pending().actions(Action.ROLLBACK):
+        planned = set(pending_rollbacks(table, timeline))
+    out: list[tuple[str, Instant]] = []
+    for instant in timeline.pending():
+        service = _service_of(instant, clustering)
+        if service is not None:
+            out.append((service, instant))
+        elif lazy and instant.action.is_write and instant.requested_time not in planned:
+            out.append(("rollback", instant))  # a write; failed once its heartbeat expired
+    return out
+
+
+def _classify(
+    table: HoodieTable, watch: TableWatch, heartbeat: HeartbeatConfig, now: float
+) -> list[PendingInstant]:
+    assert watch.timeline is not None
+    now_ms = int(now * 1000)
+    out: list[PendingInstant] = []
+    for service, instant in watch.candidates:
+        ts = instant.requested_time
+        last = last_heartbeat_ms(table.fileio, table.paths, ts)
+        beating = last is not None and now_ms - last <= heartbeat.expiry_ms
+        if service == "rollback" and instant.action is not Action.ROLLBACK:
+            abandoned = not beating  # a failed write
+        elif instant.is_inflight and not beating:
+            # Older Hudi executors start beating just after writing the inflight file.
+            since = watch.timeline.state_file_mtime_ms(ts, State.INFLIGHT, instant.action)
+            abandoned = since is not None and now_ms - since > heartbeat.expiry_ms
+        else:
+            abandoned = False
+        blocked = None
+        if watch.restoring and instant.action is not Action.RESTORE:
+            blocked = "a restore is pending; it owns the table's pending instants"
+        elif service not in EXECUTABLE:
+            blocked = f"hts does not execute {service} yet"
+        out.append(PendingInstant(service, instant, _age_s(table, instant, now), beating, abandoned, blocked))
+    return out
+
+
+def look(table: HoodieTable, watch: TableWatch, heartbeat: HeartbeatConfig, lazy: bool) -> bool:
+    """Look at ``table``'s timeline; update ``watch``; True when the timeline changed."""
+    watch.looks += 1
+    now = time.time()
+    folder = table.paths.timeline
+    changed = True
+    if table.fileio.scheme == "file":
+        try:
+            mtime = os.stat(folder).st_mtime_ns
+        except FileNotFoundError:
+            mtime = None
+        # A folder touched within the last second may change again within the same tick of its
+        # clock: only trust an unchanged, settled modification time.
+        settled = mtime is not None and (time.time_ns() - mtime) > 1_000_000_000
+        if settled and mtime == watch.dir_mtime_ns and watch.timeline is not None:
+            changed = False
+        watch.dir_mtime_ns = mtime if settled else None
+    if changed:
+        names = frozenset(e.name for e in table.fileio.list_dir(folder))
+        changed = names != watch.signature or watch.timeline is None
+        watch.signature = names
+    if changed:
+        watch.timeline = table.reload()
+        watch.candidates = _candidates(table, watch.timeline, lazy)
+        watch.restoring = bool(watch.timeline.pending().actions(Action.RESTORE))
+        watch.reloads += 1
+    watch.pending = _classify(table, watch, heartbeat, now)
+    return changed
