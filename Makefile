@@ -6,9 +6,9 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: install test lint typecheck contracts pytest bench run clean check-java
+.PHONY: install test lint typecheck contracts pytest bench run clean check-java system-packages
 
-install: $(STAMP) check-java
+install: $(STAMP) check-java system-packages
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -23,6 +23,17 @@ check-java:
 	  echo "hts needs Java 17+ for Spark (found: $${v:-none})."; \
 	  echo "Install it with: sudo apt-get install -y openjdk-17-jre-headless  (or set JAVA_HOME to a JDK 17)"; \
 	  exit 1; \
+	fi
+
+# Debian packages the tests use: a real ZooKeeper server and promtool (from prometheus).
+DEBIAN_PACKAGES := zookeeper prometheus
+system-packages:
+	@missing=""; for p in $(DEBIAN_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if ! command -v apt-get >/dev/null; then echo "hts tests need the Debian packages:$$missing (no apt-get here)"; exit 1; fi; \
+	  sudo=""; [ "$$(id -u)" -eq 0 ] || sudo="sudo"; \
+	  echo "installing Debian packages:$$missing"; \
+	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
 LINT_PATHS := hoodie jobs service tests $(wildcard bench)
@@ -45,8 +56,11 @@ test: lint typecheck contracts pytest
 bench: install
 	$(PY) -m bench
 
+# The daemon with embedded defaults: tables under ./var/tables (a demo table is made there once),
+# local[*] Spark, the in-process lock, TrueTime in the daemon, the API on http://127.0.0.1:8080.
 run: install
-	$(PY) -m service.cli quickstart --dir var/quickstart
+	$(PY) -m service.cli quickstart --dir var/tables/demo --if-missing
+	$(PY) -m service.cli serve
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis var build *.egg-info

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["tests.servers.zookeeper", "tests.servers.dynamodb"]
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("HTS_SHARED", REPO.parent / "shared"))
 FIXTURES = SHARED / "fixtures" / "hudi-tables"

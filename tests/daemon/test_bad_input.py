@@ -12,7 +12,8 @@ from tests.daemon.helpers import mor_table, request_compaction, running_daemon, 
 
 def _tree(path: Path) -> dict[str, tuple[int, int]]:
     """Every file under ``path`` with its size and modification time."""
-    return {str(p.relative_to(path)): (p.stat().st_size, p.stat().st_mtime_ns) for p in path.rglob("*") if p.is_file()}
+    files = [p for p in path.rglob("*") if p.is_file()]
+    return {str(p.relative_to(path)): (p.stat().st_size, p.stat().st_mtime_ns) for p in files}
 
 
 def test_bad_tables_are_reported_and_left_alone(tmp_path: Path) -> None:
@@ -29,7 +30,8 @@ def test_bad_tables_are_reported_and_left_alone(tmp_path: Path) -> None:
 
     corrupt = tables / "corrupt"
     mor_table(corrupt)
-    (corrupt / ".hoodie" / "hoodie.properties").write_text("hoodie.table.name=corrupt\nhoodie.table.checksum=1\n")
+    broken = "hoodie.table.name=corrupt\nhoodie.table.checksum=1\n"
+    (corrupt / ".hoodie" / "hoodie.properties").write_text(broken)
 
     unknown = tables / "unknown"
     mor_table(unknown)
@@ -42,15 +44,18 @@ def test_bad_tables_are_reported_and_left_alone(tmp_path: Path) -> None:
             lambda: HoodieTable.open(str(good)).reload().get(good_ts, Action.COMPACTION).is_completed,  # type: ignore[union-attr]
             what="the good table's compaction",
         )
-        failed = wait_for(
-            lambda: [r for r in client.get("/v1/runs", params={"table": "malformed"}).json() if r["state"] == "failed"],
-            what="the malformed plan's run to give up",
-        )
+
+        def failed_runs() -> list[dict[str, object]]:
+            runs = client.get("/v1/runs", params={"table": "malformed"}).json()
+            return [r for r in runs if r["state"] == "failed"]
+
+        failed = wait_for(failed_runs, what="the malformed plan's run to give up")
         assert failed[0]["attempts"] == 2, "retried with backoff up to retry.max_attempts"
         assert bad_ts in failed[0]["error"] and "compaction.requested" in failed[0]["error"]
         detail = client.get("/v1/tables/malformed").json()
         (pending,) = detail["pending"]
-        assert pending["instant"] == bad_ts and pending["blocked"].startswith("gave up after repeated failures")
+        assert pending["instant"] == bad_ts
+        assert pending["blocked"].startswith("gave up after repeated failures")
 
         health = {t["id"]: t for t in client.get("/v1/tables").json()}
         assert health["good"]["health"] == "ok" and health["malformed"]["health"] == "ok"

@@ -1,0 +1,117 @@
+"""A DynamoDB API endpoint for tests: moto's standalone server, an emulator of the DynamoDB API.
+
+This is moto (``moto_server`` from the venv), not AWS: it implements DynamoDB's wire API,
+including condition expressions, well enough to exercise the lock protocol, but says nothing
+about AWS's latency, throttling or consistency. The server listens on 127.0.0.1 on a free port;
+no request leaves loopback.
+
+The session fixture sets dummy credentials (``AWS_ACCESS_KEY_ID`` ...) and points
+``AWS_CONFIG_FILE`` / ``AWS_SHARED_CREDENTIALS_FILE`` at ``os.devnull``, so boto3 never reads the
+user's AWS configuration; everything is restored when the session ends.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REGION = "us-east-1"
+_DUMMY_ENV = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_DEFAULT_REGION": REGION,
+    "AWS_CONFIG_FILE": os.devnull,
+    "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+    "AWS_EC2_METADATA_DISABLED": "true",
+}
+_CLEARED = (
+    "AWS_PROFILE",
+    "AWS_DEFAULT_PROFILE",
+    "AWS_SESSION_TOKEN",
+    "AWS_SECURITY_TOKEN",
+    "AWS_ROLE_ARN",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_ENDPOINT_URL",
+    "AWS_ENDPOINT_URL_DYNAMODB",
+    "AWS_REGION",
+)
+
+
+@dataclass(frozen=True)
+class DynamoDBEndpoint:
+    """Where the emulated DynamoDB API listens."""
+
+    endpoint_url: str
+    region: str = REGION
+
+    def client(self) -> Any:
+        """A boto3 DynamoDB client for this endpoint (close it when done)."""
+        import boto3
+
+        return boto3.session.Session().client(
+            "dynamodb", endpoint_url=self.endpoint_url, region_name=self.region
+        )
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def moto_dynamodb() -> Iterator[DynamoDBEndpoint]:
+    """Start a private moto server on a free loopback port; stop it on exit."""
+    port = _free_port()
+    server = Path(sys.executable).parent / "moto_server"
+    proc = subprocess.Popen(
+        [str(server), "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, **_DUMMY_ENV},
+    )
+    endpoint = DynamoDBEndpoint(f"http://127.0.0.1:{port}")
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                urllib.request.urlopen(endpoint.endpoint_url, timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise RuntimeError(f"moto_server did not answer on port {port}") from None
+                time.sleep(0.1)
+        yield endpoint
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture(scope="session")
+def dynamodb() -> Iterator[DynamoDBEndpoint]:
+    """One emulated DynamoDB endpoint (moto) for the session, with dummy AWS credentials set."""
+    patch = pytest.MonkeyPatch()
+    try:
+        for name in _CLEARED:
+            patch.delenv(name, raising=False)
+        for name, value in _DUMMY_ENV.items():
+            patch.setenv(name, value)
+        with moto_dynamodb() as endpoint:
+            yield endpoint
+    finally:
+        patch.undo()
