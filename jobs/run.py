@@ -20,6 +20,7 @@ from hoodie.services.base import ExecutionResult, LocalRunner, Runner, ServiceCo
 from hoodie.services.claim import InstantBusyError
 from hoodie.table import HoodieTable
 from hoodie.transaction.heartbeat import HeartbeatConfig
+from hoodie.transaction.lock import LockProvider
 
 log = logging.getLogger(__name__)
 
@@ -81,12 +82,16 @@ def runner_factory(
 
 
 def _context(
-    table_uri: str, options: Mapping[str, str], storage_options: Mapping[str, str]
+    table_uri: str,
+    options: Mapping[str, str],
+    storage_options: Mapping[str, str],
+    lock: LockProvider | None = None,
 ) -> ServiceContext:
     table = HoodieTable.open(table_uri, **storage_options)
     return ServiceContext(
         table,
         options=dict(options),
+        lock=lock,
         storage_options=dict(storage_options),
         heartbeat=HeartbeatConfig.from_options(options),
     )
@@ -106,9 +111,10 @@ def schedule(
     *,
     dry_run: bool = False,
     storage_options: Mapping[str, str] | None = None,
+    lock: LockProvider | None = None,
 ) -> RunSummary:
     service = service_named(service_name)
-    ctx = _context(table_uri, options or {}, storage_options or {})
+    ctx = _context(table_uri, options or {}, storage_options or {}, lock)
     summary = RunSummary(service_name, ctx.table.base_path)
     scheduled = service.schedule(ctx, dry_run=dry_run)
     if scheduled is not None:
@@ -129,9 +135,10 @@ def execute(
     storage_options: Mapping[str, str] | None = None,
     runner: Callable[[], Runner] | None = None,
     summary: RunSummary | None = None,
+    lock: LockProvider | None = None,
 ) -> RunSummary:
     service = service_named(service_name)
-    ctx = _context(table_uri, options or {}, storage_options or {})
+    ctx = _context(table_uri, options or {}, storage_options or {}, lock)
     summary = summary or RunSummary(service_name, ctx.table.base_path)
     timeline = ctx.table.reload()
     pending = [i.requested_time for i in _pending(service, ctx, timeline)]
@@ -164,12 +171,15 @@ def run(
     dry_run: bool = False,
     spark_master: str | None = None,
     storage_options: Mapping[str, str] | None = None,
+    lock: LockProvider | None = None,
 ) -> RunSummary:
-    summary = schedule(service_name, table_uri, options, dry_run=dry_run, storage_options=storage_options)
+    summary = schedule(
+        service_name, table_uri, options, dry_run=dry_run, storage_options=storage_options, lock=lock
+    )
     if dry_run:
         return summary
     service = service_named(service_name)
-    ctx = _context(table_uri, options or {}, storage_options or {})
+    ctx = _context(table_uri, options or {}, storage_options or {}, lock)
     pending = {i.requested_time for i in _pending(service, ctx, ctx.table.reload())}
     if summary.scheduled is not None and summary.scheduled not in pending:
         # A service whose plan never goes on the timeline (archival): run what was just planned.
@@ -182,4 +192,5 @@ def run(
         spark_master=spark_master,
         storage_options=storage_options,
         summary=summary,
+        lock=lock,
     )

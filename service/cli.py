@@ -8,10 +8,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
+import signal
+import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -135,27 +138,58 @@ def cmd_timeline(args: argparse.Namespace) -> int:
     return 0
 
 
+@contextlib.contextmanager
+def _table_lock(table_uri: str, options: dict[str, str]) -> Iterator[Any]:
+    """The lock ``hoodie.write.lock.provider`` names (None: the in-process default), released after."""
+    from service.locks import PROVIDER_KEY, make_lock
+
+    if PROVIDER_KEY not in options:
+        yield None
+        return
+    table = HoodieTable.open(table_uri)
+    lock = make_lock(
+        table_id=table.name,
+        base_path=table.base_path,
+        table_name=table.name,
+        options=options,
+        client_id=f"hts-cli-{socket.gethostname()}",
+    )
+    try:
+        yield lock
+    finally:
+        lock.close()
+
+
 def cmd_service(args: argparse.Namespace) -> int:
     from jobs import run as jobs_run
 
     options = _options(args.option)
-    if args.command == "schedule":
-        summary = jobs_run.schedule(args.service, args.table, options, dry_run=args.dry_run)
-    elif args.command == "execute":
-        summary = jobs_run.execute(
-            args.service,
-            args.table,
-            options,
-            instant=args.instant,
-            dry_run=args.dry_run,
-            spark_master=args.spark_master,
-        )
-    else:
-        if args.instant:
-            raise UsageError("hts run plans a new instant; use hts execute --instant to run an existing one")
-        summary = jobs_run.run(
-            args.service, args.table, options, dry_run=args.dry_run, spark_master=args.spark_master
-        )
+    with _table_lock(args.table, options) as lock:
+        if args.command == "schedule":
+            summary = jobs_run.schedule(args.service, args.table, options, dry_run=args.dry_run, lock=lock)
+        elif args.command == "execute":
+            summary = jobs_run.execute(
+                args.service,
+                args.table,
+                options,
+                instant=args.instant,
+                dry_run=args.dry_run,
+                spark_master=args.spark_master,
+                lock=lock,
+            )
+        else:
+            if args.instant:
+                raise UsageError(
+                    "hts run plans a new instant; use hts execute --instant to run an existing one"
+                )
+            summary = jobs_run.run(
+                args.service,
+                args.table,
+                options,
+                dry_run=args.dry_run,
+                spark_master=args.spark_master,
+                lock=lock,
+            )
     if args.dry_run or args.json:
         print(json.dumps(summary.as_json(), indent=2, default=str))
         return 0
@@ -195,7 +229,9 @@ def cmd_request(args: argparse.Namespace) -> int:
         raise UsageError(
             "indexing builds metadata-table partitions, which hts does not maintain yet; nothing was written"
         )
-    summary = jobs_run.schedule(args.service, args.table, _options(args.option))
+    options = _options(args.option)
+    with _table_lock(args.table, options) as lock:
+        summary = jobs_run.schedule(args.service, args.table, options, lock=lock)
     if args.json:
         print(json.dumps(summary.as_json(), indent=2, default=str))
     elif summary.scheduled:
@@ -260,6 +296,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
             timeout_graceful_shutdown=5,
         )
     )
+    # uvicorn turns SIGTERM/SIGINT into a graceful shutdown (the daemon's stop runs in the app's
+    # lifespan) and afterwards re-raises the signal to the handler that was installed before it;
+    # with this one the process then exits 0, as an orchestrator expects from a clean stop.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda _sig, _frame: None)
     server.run()
     return 0
 

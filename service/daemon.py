@@ -41,6 +41,13 @@ from service.watcher import TableWatch, lazy_failed_writes, look
 log = logging.getLogger("hts.daemon")
 
 TRIGGERABLE = ("compaction", "logcompaction", "clustering", "clean", "archival", "indexing")
+POLICY_DEFAULTS: dict[str, dict[str, str]] = {
+    # Self-scheduling uses Hudi's own trigger defaults unless the policy's options say otherwise
+    # (a REST trigger plans at once instead).
+    "compaction": {"hoodie.compact.inline.trigger.strategy": "NUM_COMMITS"},
+    "clustering": {"hoodie.clustering.async.max.commits": "4"},
+    "clean": {"hoodie.clean.max.commits": "1"},
+}
 
 
 def _tags(**fields: Any) -> dict[str, Any]:
@@ -274,11 +281,16 @@ class Daemon:
                 continue
             self._policy_due[key] = now + policy.interval_s
             kind = "run" if service == "archival" else "schedule"
-            item = WorkItem(
-                entry.id, service, kind, None, "policy", entry.config.priority - 1, dict(policy.options)
-            )
-            if self.queue.find(item.key) is None:
-                self.submit(item, decision=f"policy interval {policy.interval_s:.0f} s passed")
+            options = {**POLICY_DEFAULTS.get(service, {}), **policy.options}
+            item = WorkItem(entry.id, service, kind, None, "policy", entry.config.priority - 1, options)
+            # A policy check leaves a run in the history only when it plans (or fails).
+            if self.queue.submit(item)[1]:
+                log.debug(
+                    "checking the %s policy of %s",
+                    service,
+                    entry.id,
+                    **_tags(table=entry.id, service=service),
+                )
 
     @property
     def is_leader(self) -> bool:
@@ -345,23 +357,48 @@ class Daemon:
 
     def _run(self, item: WorkItem) -> None:
         entry = self.registry.get(item.table_id)
-        tags = _tags(table=item.table_id, service=item.service, instant=item.instant, run=item.run_id)
-        assert item.run_id is not None
-        started = time.monotonic()
-        self.store.update(item.run_id, state=RunState.RUNNING, started_at=time.time(), attempts=item.attempts)
-        log.info(
-            "running %s %s on %s (attempt %d)",
-            item.service,
-            item.instant or item.kind,
-            item.table_id,
-            item.attempts,
-            **tags,
-        )
+        quiet = item.run_id is None  # a policy check: recorded only when it does something
+        started_at, started = time.time(), time.monotonic()
+        if item.run_id is not None:
+            self.store.update(
+                item.run_id, state=RunState.RUNNING, started_at=started_at, attempts=item.attempts
+            )
+            log.info(
+                "running %s %s on %s (attempt %d)",
+                item.service,
+                item.instant or item.kind,
+                item.table_id,
+                item.attempts,
+                **_tags(table=item.table_id, service=item.service, instant=item.instant, run=item.run_id),
+            )
         if entry is None:
             outcome = Outcome("skipped", {"reason": "table no longer served"})
         else:
             outcome = self.executor.run(item, entry)
         seconds = time.monotonic() - started
+        if quiet and outcome.state == "succeeded" and not outcome.scheduled and outcome.result is None:
+            log.debug(
+                "%s policy of %s: %s",
+                item.service,
+                item.table_id,
+                outcome.details.get("reason", "nothing due"),
+                **_tags(table=item.table_id, service=item.service),
+            )
+            self.queue.finish(item, seconds)
+            return
+        if item.run_id is None:
+            assert entry is not None
+            run, _ = self.store.create(
+                table_id=item.table_id,
+                table_path=entry.uri,
+                service=item.service,
+                kind=item.kind,
+                instant=item.instant,
+                trigger=item.trigger,
+            )
+            item.run_id = run.id
+            self.store.update(run.id, started_at=started_at, attempts=item.attempts)
+        tags = _tags(table=item.table_id, service=item.service, instant=item.instant, run=item.run_id)
         self._record(item, outcome, seconds)
         retry = self.settings.retry
         if (

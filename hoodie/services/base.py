@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -64,18 +65,31 @@ class LocalRunner:
 
 
 CRASH_ENV = "HTS_CRASH_AT"
+CRASH_ACTION_ENV = "HTS_CRASH_ACTION"
 
 
 def crash_point(name: str) -> None:
-    """Kill this process at ``name`` when ``HTS_CRASH_AT`` says so (crash-safety tests only).
+    """Stop this process at ``name`` when ``HTS_CRASH_AT`` says so (crash-safety tests only).
 
     Points every service passes: ``<service>.after_inflight``, ``<service>.task_mid_write`` (a
     data file half written), ``<service>.task_after_write``, ``<service>.before_complete``.
+    ``HTS_CRASH_ACTION`` says what happens there: ``exit`` (default; the process exits at once,
+    as if killed), ``stall`` (it hangs, for a test to ``kill -9`` it), or ``pause:<seconds>``.
     """
     target = os.environ.get(CRASH_ENV)
-    if target and target == name:
-        log.error("crash point %s reached: exiting as %s asked", name, CRASH_ENV)
-        os._exit(97)
+    if not target or target != name:
+        return
+    action = os.environ.get(CRASH_ACTION_ENV, "exit")
+    if action == "stall":
+        log.error("crash point %s reached: stalling as %s asked", name, CRASH_ENV)
+        while True:
+            time.sleep(3600)
+    if action.startswith("pause:"):
+        log.warning("crash point %s reached: pausing %s s", name, action[6:])
+        time.sleep(float(action[6:]))
+        return
+    log.error("crash point %s reached: exiting as %s asked", name, CRASH_ENV)
+    os._exit(97)
 
 
 _TABLES: dict[tuple[str, tuple[tuple[str, str], ...]], HoodieTable] = {}

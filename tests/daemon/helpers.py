@@ -98,12 +98,22 @@ def free_port() -> int:
 class ServeProcess:
     """``hts serve`` in a subprocess, with its settings in a YAML file, driven over HTTP."""
 
-    def __init__(self, root: Path, name: str, env: dict[str, str] | None = None, **overrides: Any) -> None:
+    def __init__(
+        self,
+        root: Path,
+        name: str,
+        env: dict[str, str] | None = None,
+        replica: str | None = None,
+        **overrides: Any,
+    ) -> None:
+        """``name`` names the log and config files; ``replica`` (default: ``name``) names the
+        replica and its state folder, so a restart passes the same ``replica``."""
         self.port = free_port()
         self.root = root
-        data = settings_data(root, **{"state_dir": str(root / f"state-{name}"), **overrides})
+        replica = replica or name
+        data = settings_data(root, **{"state_dir": str(root / f"state-{replica}"), **overrides})
         data["api"] = {**data.get("api", {}), "port": self.port}
-        data["ha"] = {**data.get("ha", {}), "replica_id": name}
+        data["ha"] = {**data.get("ha", {}), "replica_id": replica}
         self.config = root / f"{name}.yaml"
         self.config.write_text(yaml.safe_dump(data))
         self.log_path = root / f"{name}.log"
@@ -111,13 +121,20 @@ class ServeProcess:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> ServeProcess:
-        log = self.log_path.open("ab")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "service.cli", "serve", "--config", str(self.config)],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=self.env,
-        )
+        self.launch()
+        return self.wait_ready()
+
+    def launch(self) -> ServeProcess:
+        with self.log_path.open("ab") as log:  # the child keeps its own descriptor
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "service.cli", "serve", "--config", str(self.config)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=self.env,
+            )
+        return self
+
+    def wait_ready(self) -> ServeProcess:
         wait_for(lambda: self._alive_and(self._answers), 60, f"hts serve on port {self.port}")
         return self
 
