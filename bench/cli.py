@@ -42,7 +42,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--profile", action="store_true", help="also print a stage breakdown and cProfile")
     p.add_argument(
         "--only",
-        choices=["read", "compaction", "clean"],
+        choices=["read", "compaction", "clean", "daemon"],
         action="append",
         help="run only these sections (repeatable; default: all)",
     )
@@ -95,9 +95,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"python {platform.python_version()}, pyarrow {pa.__version__}, hudi-rs {hudi.__version__}, "
         f"{_cpus()} CPU(s)"
     )
-    sections = set(args.only or ["read", "compaction", "clean"])
-    if sections == {"clean"}:
-        clean_section(args)
+    sections = set(args.only or ["read", "compaction", "clean", "daemon"])
+    if not sections & {"read", "compaction"}:
+        if "clean" in sections:
+            clean_section(args)
+        if "daemon" in sections:
+            daemon_section(args)
         print(f"(benchmark wall time {time.perf_counter() - started:.0f}s)")
         return 0
     data = bench_data.ensure(rows, updates, cache_dir=args.cache_dir, regenerate=args.regenerate)
@@ -121,8 +124,46 @@ def main(argv: Sequence[str] | None = None) -> int:
         compaction_section(args, data)
     if "clean" in sections:
         clean_section(args)
+    if "daemon" in sections:
+        daemon_section(args)
     print(f"(benchmark wall time {time.perf_counter() - started:.0f}s)")
     return 0
+
+
+def daemon_section(args: argparse.Namespace) -> None:
+    from bench import daemon
+
+    root = args.cache_dir / "daemon"
+    print("\ndaemon (hts serve in its own process, tasks in process):")
+    lat = daemon.request_latency(root / "latency")
+    print(
+        f"  REQUESTED -> INFLIGHT over {lat.requests} requests on {lat.tables} watched tables, poll "
+        f"{lat.poll_s:.1f}s: p50 {lat.p50:.3f}s, p99 {lat.p99:.3f}s, worst {lat.worst:.3f}s"
+    )
+    idle = daemon.idle_cpu(root / "idle")
+    print(
+        f"  idle with {idle.tables} watched tables, poll {idle.poll_s:.0f}s: {idle.cpu_s:.2f}s CPU in "
+        f"{idle.window_s:.0f}s = {idle.share:.1%} of one core"
+    )
+    for skew in (None, 200):
+        rate = daemon.truetime_rate(root / "truetime", skew_ms=skew)
+        print(
+            f"  TrueTime: {rate.calls} times in {rate.seconds:.1f}s = {rate.per_second:,.0f}/s over "
+            f"{rate.tables} tables (skew wait {rate.skew_ms} ms, in-process lock)"
+        )
+    print(
+        format_targets(
+            [
+                Target(
+                    "REQUESTED->INFLIGHT p99 / poll interval",
+                    lat.p99 / lat.poll_s,
+                    daemon.TARGET_P99_VS_POLL,
+                    "x",
+                ),
+                Target("idle CPU share of one core, 1000 tables", idle.share, daemon.TARGET_IDLE_CPU, ""),
+            ]
+        )
+    )
 
 
 def read_section(args: argparse.Namespace, data: bench_data.BenchData) -> None:

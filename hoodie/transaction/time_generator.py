@@ -11,13 +11,17 @@ the last issued time plus one millisecond instead of stalling).
 from __future__ import annotations
 
 import datetime as dt
+import json
 import threading
 import time
+import urllib.error
+import urllib.parse
+import urllib.request
 from collections.abc import Callable
 from typing import Protocol
 
 from hoodie.timeline.instant_time import instant_from_epoch_millis
-from hoodie.transaction.lock import InProcessLockProvider, LockProvider, locked
+from hoodie.transaction.lock import InProcessLockProvider, LockError, LockProvider, locked
 
 DEFAULT_MAX_EXPECTED_CLOCK_SKEW_MS = 200
 IN_PROCESS_CLOCK_SKEW_MS = 1  # Hudi infers 1 ms when only in-process writers share the lock
@@ -80,3 +84,37 @@ class WaitBasedTimeGenerator:
             millis = max(millis, last + 1)
             _LAST_ISSUED[self._scope] = millis
         return instant_from_epoch_millis(millis, self.tz)
+
+
+class HttpTimeSource:
+    """Instant times from the daemon's TrueTime endpoint (``POST /v1/tables/{id}/truetime``).
+
+    For writers that share the daemon's table lock service but would rather not wait for the
+    clock skew themselves: the daemon takes the table lock, waits the skew, and keeps the
+    table's high-water mark. ``lock_held`` is passed on, so a writer that asks for a completion
+    time while holding the table lock does not deadlock against the daemon.
+    """
+
+    def __init__(self, url: str, table_id: str, *, token: str | None = None, timeout_s: float = 30.0) -> None:
+        self.endpoint = f"{url.rstrip('/')}/v1/tables/{urllib.parse.quote(table_id, safe='')}/truetime"
+        self.token = token
+        self.timeout_s = timeout_s
+
+    def new_instant_time(self, *, lock_held: bool = False) -> str:
+        headers = {"Content-Type": "application/json"}
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        body = json.dumps({"lock_held": lock_held}).encode()
+        request = urllib.request.Request(self.endpoint, data=body, headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+                answer = json.loads(response.read())
+        except urllib.error.HTTPError as e:
+            detail = e.read().decode(errors="replace")
+            raise LockError(f"TrueTime at {self.endpoint} answered {e.code}: {detail}") from e
+        except (urllib.error.URLError, OSError, ValueError) as e:
+            raise LockError(f"TrueTime at {self.endpoint} is unreachable: {e}") from e
+        instant = str(answer.get("instant_time", ""))
+        if len(instant) != 17 or not instant.isdigit():
+            raise LockError(f"TrueTime at {self.endpoint} returned {answer!r}, not an instant time")
+        return instant
