@@ -86,16 +86,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not 0 < updates <= rows:
         raise SystemExit("--updates must be between 1 and --rows")
     started = time.perf_counter()
+    sections = set(args.only or ["read", "compaction", "clean", "daemon"])
     print(
-        f"hts read benchmark: MERGE_ON_READ v8, 1 file group, {rows:,} rows x "
-        f"{len(bench_data.DATA_SCHEMA)} data columns (+5 meta), "
-        f"{updates:,} keys updated in one Avro log block"
+        f"hts benchmarks: {', '.join(s for s in ('read', 'compaction', 'clean', 'daemon') if s in sections)}"
     )
+    if sections & {"read", "compaction"}:
+        print(
+            f"data: MERGE_ON_READ v8, 1 file group, {rows:,} rows x "
+            f"{len(bench_data.DATA_SCHEMA)} data columns (+5 meta), "
+            f"{updates:,} keys updated in one Avro log block"
+        )
     print(
         f"python {platform.python_version()}, pyarrow {pa.__version__}, hudi-rs {hudi.__version__}, "
         f"{_cpus()} CPU(s)"
     )
-    sections = set(args.only or ["read", "compaction", "clean", "daemon"])
     if not sections & {"read", "compaction"}:
         if "clean" in sections:
             clean_section(args)
@@ -160,7 +164,12 @@ def daemon_section(args: argparse.Namespace) -> None:
                     daemon.TARGET_P99_VS_POLL,
                     "x",
                 ),
-                Target("idle CPU share of one core, 1000 tables", idle.share, daemon.TARGET_IDLE_CPU, ""),
+                Target(
+                    f"idle CPU, % of one core, {idle.tables} tables",
+                    100 * idle.share,
+                    100 * daemon.TARGET_IDLE_CPU,
+                    "%",
+                ),
             ]
         )
     )

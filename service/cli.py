@@ -266,6 +266,7 @@ def _serve_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from service.locks import check_lock_options
     from service.settings import load_settings
 
     settings = load_settings(args.config, _serve_overrides(args))
@@ -274,6 +275,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.validate_config:
         for token in settings.api.tokens:
             token.secret()  # token files must be readable
+        check_lock_options(settings.defaults.options, "(defaults.options)")
+        for n, spec in enumerate(settings.tables.static):
+            check_lock_options(
+                {**settings.defaults.options, **spec.options}, f"tables.static[{n}] ({spec.path})"
+            )
         print(f"configuration is valid ({args.config or 'embedded defaults'})", file=sys.stderr)
         return 0
     if args.print_config:

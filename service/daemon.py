@@ -609,11 +609,17 @@ class Daemon:
             for p in watch.pending if watch is not None else ():
                 count, age, dead = pending.get((entry.id, p.service), (0, 0.0, 0))
                 pending[(entry.id, p.service)] = (count + 1, max(age, p.age_s), dead + int(p.abandoned))
+        tasks: dict[tuple[str, str], tuple[int, int]] = {}
+        for item in self.queue.items():
+            if item.running and item.progress[1]:
+                done, total = tasks.get((item.table_id, item.service), (0, 0))
+                tasks[(item.table_id, item.service)] = (done + item.progress[0], total + item.progress[1])
         return {
             "pending": pending,
             "tables": tables,
             "health": health,
             "queue": self.queue.counts(),
+            "tasks": tasks,
             "ready": not self.readiness(),
             "paused": self.queue.paused,
             "leader": self.is_leader,

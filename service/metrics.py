@@ -17,7 +17,6 @@ from typing import Any
 from prometheus_client import (
     CollectorRegistry,
     Counter,
-    Gauge,
     Histogram,
     disable_created_metrics,
     generate_latest,
@@ -90,6 +89,15 @@ class StateCollector(Collector):
             running.add_metric([service], active)
         yield queue
         yield running
+        tasks = GaugeMetricFamily(
+            "hts_spark_job_tasks",
+            "Tasks (file groups) of the Spark jobs running now, done and still to do",
+            labels=["table", "service", "state"],
+        )
+        for (table, service), (done, total) in sorted(state["tasks"].items()):
+            tasks.add_metric([table, service, "done"], done)
+            tasks.add_metric([table, service, "pending"], total - done)
+        yield tasks
         yield GaugeMetricFamily(
             "hts_ready", "1 when the daemon is ready to take work", value=1.0 if state["ready"] else 0.0
         )
@@ -204,12 +212,6 @@ class Metrics:
         )
         self.table_errors = Counter(
             "hts_table_errors", "Failures to open or read a table, by kind", ["table", "kind"], registry=r
-        )
-        self.spark_tasks = Gauge(
-            "hts_spark_job_tasks",
-            "Tasks (file groups) of running Spark jobs",
-            ["table", "service", "state"],
-            registry=r,
         )
         self.api_requests = Counter(
             "hts_api_requests",

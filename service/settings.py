@@ -5,6 +5,10 @@ Hudi settings keep Apache Hudi's own key names (``hoodie.write.lock.*``,
 apply to every table, a table's ``options`` override them. Environment variables start with
 ``HTS_`` and use ``__`` between levels, e.g. ``HTS_API__PORT=9090`` or
 ``HTS_SPARK__MASTER=spark://host:7077``; values that are lists or maps are JSON there.
+
+In the YAML file, ``${NAME}`` inside a string value is replaced by the environment variable
+``NAME`` (``$${`` stands for a literal ``${``): on Kubernetes the pod's name and address reach the
+Spark settings that way. A relative ``token_file`` is relative to the YAML file's directory.
 """
 
 from __future__ import annotations
@@ -242,11 +246,12 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def _deep_merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """``over`` on top of ``base``: maps merged key by key, anything else replaced."""
     out = dict(base)
     for key, value in over.items():
         if isinstance(value, Mapping) and isinstance(out.get(key), dict):
-            out[key] = _deep_merge(out[key], value)
+            out[key] = deep_merge(out[key], value)
         else:
             out[key] = value
     return out
@@ -274,6 +279,38 @@ def _env_overrides(environ: Mapping[str, str]) -> dict[str, Any]:
     return out
 
 
+_ENV_REF = re.compile(r"\$(\$)?\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def _expand_env(value: Any, environ: Mapping[str, str], where: str) -> Any:
+    """``${NAME}`` in every string of ``value`` replaced from ``environ``; ``$${NAME}`` kept literal."""
+    if isinstance(value, dict):
+        return {k: _expand_env(v, environ, f"{where}.{k}" if where else str(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_expand_env(v, environ, f"{where}[{i}]") for i, v in enumerate(value)]
+    if not isinstance(value, str) or "${" not in value:
+        return value
+
+    def one(match: re.Match[str]) -> str:
+        if match.group(1):
+            return "${" + match.group(2) + "}"
+        name = match.group(2)
+        if name not in environ:
+            raise ConfigError(f"{where}: environment variable {name} is not set (used as ${{{name}}})")
+        return environ[name]
+
+    return _ENV_REF.sub(one, value)
+
+
+def _relative_token_files(data: dict[str, Any], config_dir: Path) -> None:
+    api = data.get("api")
+    tokens = api.get("tokens") if isinstance(api, dict) else None
+    for token in tokens if isinstance(tokens, list) else ():
+        file = token.get("token_file") if isinstance(token, dict) else None
+        if isinstance(file, str) and not Path(file).is_absolute():
+            token["token_file"] = str(config_dir / file)
+
+
 def load_settings(
     config_file: str | Path | None = None,
     overrides: Mapping[str, Any] | None = None,
@@ -282,6 +319,7 @@ def load_settings(
     """Settings from the YAML ``config_file`` (if any), then ``HTS_*`` environment variables, then
     ``overrides`` (the command-line flags), each level overriding the one before."""
     data: dict[str, Any] = {}
+    env = os.environ if environ is None else environ
     if config_file is not None:
         path = Path(config_file)
         try:
@@ -292,9 +330,10 @@ def load_settings(
             raise ConfigError(f"--config {path} is not valid YAML: {e}") from e
         if not isinstance(loaded, dict):
             raise ConfigError(f"--config {path} must hold a mapping at the top, not {type(loaded).__name__}")
-        data = loaded
-    data = _deep_merge(data, _env_overrides(os.environ if environ is None else environ))
-    data = _deep_merge(data, overrides or {})
+        data = _expand_env(loaded, env, "")
+        _relative_token_files(data, path.parent.absolute())
+    data = deep_merge(data, _env_overrides(env))
+    data = deep_merge(data, overrides or {})
     try:
         return Settings.model_validate(data)
     except ValidationError as e:

@@ -55,6 +55,8 @@ class LocalRunner:
 
     def run(self, fn: TaskFunction, tasks: Sequence[Task], description: str) -> list[TaskResult]:
         out: list[TaskResult] = []
+        if self.progress is not None:
+            self.progress(0, len(tasks))
         for done, task in enumerate(tasks, start=1):
             if self.cancel is not None and self.cancel.is_set():
                 raise JobCancelled(f"{description}: cancelled after {done - 1} of {len(tasks)} task(s)")

@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Protocol
 
+from hoodie.errors import HoodieError
 from hoodie.transaction.lock import InProcessLockProvider, LockError
 from service.locks.base import LockState, ServiceLock, StateListener
 
@@ -89,6 +90,29 @@ class ObservedLock:
         self.inner.close()
 
 
+def check_lock_options(options: Mapping[str, str], where: str) -> None:
+    """Raise a :class:`LockError` naming the value if ``options`` cannot configure a lock; connects
+    to nothing (``hts serve --validate-config``). The lock key defaults to each table's name."""
+    provider = options.get(PROVIDER_KEY, IN_PROCESS).strip()
+    try:
+        if provider in (ZOOKEEPER, "ZookeeperBasedLockProvider"):
+            from service.locks.zookeeper import ZookeeperLockSettings
+
+            ZookeeperLockSettings.from_options(options, table_name="table", base_path=where)
+        elif provider in (DYNAMODB, "DynamoDBBasedLockProvider"):
+            from service.locks.dynamodb import DynamoDBLockConfig
+
+            DynamoDBLockConfig.from_options(base_path=where, table_name="table", options=options)
+        elif provider not in (IN_PROCESS, "InProcessLockProvider"):
+            raise LockError(
+                f"{where}: unsupported {PROVIDER_KEY}={provider!r} (supported: {', '.join(KNOWN_PROVIDERS)})"
+            )
+    except LockError:
+        raise
+    except HoodieError as e:
+        raise LockError(str(e)) from e
+
+
 def make_lock(
     *,
     table_id: str,
@@ -133,5 +157,6 @@ __all__ = [
     "LockObserver",
     "LockState",
     "ObservedLock",
+    "check_lock_options",
     "make_lock",
 ]

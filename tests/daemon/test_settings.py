@@ -97,3 +97,49 @@ def test_cli_validate_and_print_config(tmp_path: Path) -> None:
     assert "is not valid YAML" in hts("serve", "--config", str(broken), "--validate-config").stderr
     missing = hts("serve", "--config", str(tmp_path / "nope.yaml"), "--validate-config")
     assert missing.returncode == 2 and "cannot read --config" in missing.stderr
+
+
+def test_config_file_takes_environment_references_and_relative_token_files(tmp_path: Path) -> None:
+    (tmp_path / "tokens").mkdir()
+    (tmp_path / "tokens" / "admin").write_text(TOKEN)
+    config = tmp_path / "hts.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "api": {"host": "0.0.0.0", "tokens": [{"token_file": "tokens/admin", "scope": "admin"}]},
+                "spark": {
+                    "conf": {"spark.driver.host": "${POD_IP}", "literal": "$${POD_IP}", "two": "${A}-${B}"}
+                },
+            }
+        )
+    )
+    s = load_settings(config, environ={"POD_IP": "10.1.2.3", "A": "a", "B": "b"})
+    assert s.spark.conf == {"spark.driver.host": "10.1.2.3", "literal": "${POD_IP}", "two": "a-b"}
+    assert s.api.tokens[0].token_file == tmp_path / "tokens" / "admin"
+    assert s.api.tokens[0].secret() == TOKEN
+    with pytest.raises(ConfigError) as e:
+        load_settings(config, environ={"A": "a", "B": "b"})
+    assert (
+        str(e.value)
+        == "spark.conf.spark.driver.host: environment variable POD_IP is not set (used as ${POD_IP})"
+    )
+
+
+def test_validate_config_checks_the_lock_settings_without_connecting(tmp_path: Path) -> None:
+    zk = "org.apache.hudi.client.transaction.lock.ZookeeperBasedLockProvider"
+    config = tmp_path / "hts.yaml"
+    options = {"hoodie.write.lock.provider": zk, "hoodie.write.lock.zookeeper.url": "zk-0.zk:2181"}
+    config.write_text(yaml.safe_dump({"defaults": {"options": options}}))
+    missing = hts("serve", "--config", str(config), "--validate-config")
+    assert missing.returncode == 2 and "hoodie.write.lock.zookeeper.base_path is required" in missing.stderr
+    options["hoodie.write.lock.zookeeper.base_path"] = "/hudi/locks"
+    static = [{"path": "s3://b/t", "options": {"hoodie.write.lock.provider": "com.example.MyLock"}}]
+    config.write_text(yaml.safe_dump({"defaults": {"options": options}, "tables": {"static": static}}))
+    unknown = hts("serve", "--config", str(config), "--validate-config")
+    assert unknown.returncode == 2
+    assert (
+        "tables.static[0] (s3://b/t): unsupported hoodie.write.lock.provider='com.example.MyLock'"
+        in unknown.stderr
+    )
+    config.write_text(yaml.safe_dump({"defaults": {"options": options}}))
+    assert hts("serve", "--config", str(config), "--validate-config").returncode == 0  # no ZooKeeper runs
