@@ -425,7 +425,9 @@ class Daemon:
             self.queue.finish(item, seconds, retry_in=delay)
             return
         if outcome.state == "failed" and item.instant is not None:
-            self.gave_up[item.key] = outcome.error or "failed"
+            self.gave_up[item.key] = f"gave up after repeated failures: {outcome.error or 'failed'}"
+        if outcome.state == "cancelled" and item.instant is not None and not self.stopping:
+            self.gave_up[item.key] = _CANCELLED.format(run=item.run_id, service=item.service)
         details = dict(outcome.details)
         if item.progress != (0, 0):
             details["tasks_done"], details["tasks_total"] = item.progress
@@ -527,6 +529,8 @@ class Daemon:
                 raise Conflict(f"run {run_id} already ended ({run.state.value})")
             raise Conflict(f"run {run_id} is not queued or running in this replica ({run.replica})")
         self.queue.cancel(run_id)
+        if item.instant is not None:
+            self.gave_up[item.key] = _CANCELLED.format(run=run_id, service=item.service)
         if not item.running:
             self.store.update(
                 run_id, state=RunState.CANCELLED, finished_at=time.time(), error="cancelled before it started"
@@ -625,6 +629,12 @@ class Daemon:
             "leader": self.is_leader,
             "last_tick": self.last_tick or 0.0,
         }
+
+
+_CANCELLED = (
+    "cancelled by an operator (run {run}); not retried until triggered again "
+    "(POST /v1/tables/{{id}}/{service} with this instant) or the daemon restarts"
+)
 
 
 def _now() -> Any:

@@ -52,7 +52,7 @@ def detail(entry: TableEntry, running: list[dict[str, Any]], gave_up: dict[str, 
     for p in entry.watch.pending if entry.watch is not None else ():
         item = p.as_json()
         if p.instant.requested_time in gave_up:
-            item["blocked"] = f"gave up after repeated failures: {gave_up[p.instant.requested_time]}"
+            item["blocked"] = gave_up[p.instant.requested_time]
         pending.append(item)
     props = {}
     if table is not None:

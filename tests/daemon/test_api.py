@@ -147,7 +147,14 @@ def test_cancel_a_running_compaction_rolls_it_back(tmp_path: Path) -> None:
             assert final["state"] == "cancelled"
             again = client.post(f"/v1/runs/{run['id']}/cancel")
             assert again.status_code == 409 and "already ended (cancelled)" in again.json()["error"]
-            client.post("/v1/pause")
+            blocked = wait_for(
+                lambda: [
+                    p["blocked"] for p in client.get("/v1/tables/t").json()["pending"] if p.get("blocked")
+                ]
+            )
+            assert blocked[0].startswith(
+                f"cancelled by an operator (run {run['id']})"
+            )  # not re-run by itself
     finally:
         compaction.compact_file_group = original  # type: ignore[assignment]
     instant = HoodieTable.open(str(path)).reload().get(ts, Action.COMPACTION)

@@ -69,6 +69,8 @@ def test_bad_tables_are_reported_and_left_alone(tmp_path: Path) -> None:
         assert 'hts_table_errors_total{kind="InvalidTableConfigError",table="corrupt"}' in metrics
         assert 'hts_runs_total{outcome="failed",service="compaction",table="malformed"} 2.0' in metrics
         assert client.get("/readyz").json() == {"ready": True}, "bad tables do not make the daemon unready"
-        assert daemon.gave_up == {("malformed", bad_ts): failed[0]["error"]}
+        assert daemon.gave_up == {
+            ("malformed", bad_ts): "gave up after repeated failures: " + failed[0]["error"]
+        }
     for name, before in bad.items():
         assert _tree(tables / name) == before, f"nothing was written to {name}"
