@@ -298,21 +298,26 @@ class Daemon:
 
     # -- work ---------------------------------------------------------------------------------
 
-    def submit(
-        self, item: WorkItem, *, decision: str, idempotency_key: str | None = None
+    def _create_run(
+        self, item: WorkItem, table_path: str, idempotency_key: str | None = None
     ) -> tuple[Run, bool]:
-        entry = self.registry.get(item.table_id)
-        if entry is None:
-            raise NotFound(f"no table {item.table_id!r}")
-        run, created = self.store.create(
+        return self.store.create(
             table_id=item.table_id,
-            table_path=entry.uri,
+            table_path=table_path,
             service=item.service,
             kind=item.kind,
             instant=item.instant,
             trigger=item.trigger,
             idempotency_key=idempotency_key,
         )
+
+    def submit(
+        self, item: WorkItem, *, decision: str, idempotency_key: str | None = None
+    ) -> tuple[Run, bool]:
+        entry = self.registry.get(item.table_id)
+        if entry is None:
+            raise NotFound(f"no table {item.table_id!r}")
+        run, created = self._create_run(item, entry.uri, idempotency_key)
         if not created:
             return run, False
         item.run_id = run.id
@@ -388,14 +393,7 @@ class Daemon:
             return
         if item.run_id is None:
             assert entry is not None
-            run, _ = self.store.create(
-                table_id=item.table_id,
-                table_path=entry.uri,
-                service=item.service,
-                kind=item.kind,
-                instant=item.instant,
-                trigger=item.trigger,
-            )
+            run, _ = self._create_run(item, entry.uri)
             item.run_id = run.id
             self.store.update(run.id, started_at=started_at, attempts=item.attempts)
         tags = _tags(table=item.table_id, service=item.service, instant=item.instant, run=item.run_id)
