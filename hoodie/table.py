@@ -29,6 +29,11 @@ from hoodie.timeline.timeline import ActiveTimeline
 log = logging.getLogger(__name__)
 
 
+def is_metadata_table_path(base_path: str) -> bool:
+    """True when ``base_path`` is the metadata table of another table."""
+    return base_path.rstrip("/").endswith(f"/{METAFOLDER}/metadata")
+
+
 class HoodieTable:
     """An opened Hudi table."""
 
@@ -56,8 +61,15 @@ class HoodieTable:
             raise TableNotFoundError(
                 f"no Hudi table at {uri}: {join(meta, 'hoodie.properties')} does not exist"
             ) from e
-        config = TableConfig.from_properties(props, source=join(meta, "hoodie.properties"))
+        config = TableConfig.from_properties(
+            props, source=join(meta, "hoodie.properties"), metadata_table=is_metadata_table_path(base_path)
+        )
         return cls(fileio, base_path, config)
+
+    @property
+    def is_metadata_table(self) -> bool:
+        """True for a data table's metadata table (``<base>/.hoodie/metadata``)."""
+        return is_metadata_table_path(self.base_path)
 
     @property
     def table_version(self) -> int:

@@ -177,8 +177,13 @@ class TableConfig:
     payload_class: str | None
 
     @classmethod
-    def from_properties(cls, props: Mapping[str, str], *, source: str = PROPERTIES_FILE) -> TableConfig:
-        """Build and validate a config; raises naming the first unsupported or invalid value."""
+    def from_properties(
+        cls, props: Mapping[str, str], *, source: str = PROPERTIES_FILE, metadata_table: bool = False
+    ) -> TableConfig:
+        """Build and validate a config; raises naming the first unsupported or invalid value.
+
+        ``metadata_table`` accepts the metadata table's own config (HFile base files).
+        """
         frozen = MappingProxyType(dict(props))
         raw_version = TableKeys.VERSION.lookup(props)
         try:
@@ -223,10 +228,10 @@ class TableConfig:
             merge_strategy_id=TableKeys.MERGE_STRATEGY_ID.lookup(props),
             payload_class=payload,
         )
-        config._validate(source)
+        config._validate(source, metadata_table=metadata_table)
         return config
 
-    def _validate(self, source: str) -> None:
+    def _validate(self, source: str, *, metadata_table: bool = False) -> None:
         layout = self.get(TableKeys.TIMELINE_LAYOUT_VERSION)
         expected = self.table_version.timeline_layout
         if layout is not None and layout.strip() != str(expected):
@@ -234,10 +239,11 @@ class TableConfig:
                 f"{source}: {TableKeys.TIMELINE_LAYOUT_VERSION.key}={layout} does not match "
                 f"table version {int(self.table_version)} (expected layout {expected})"
             )
-        if self.base_file_format is not BaseFileFormat.PARQUET:
+        allowed = BaseFileFormat.HFILE if metadata_table else BaseFileFormat.PARQUET
+        if self.base_file_format is not allowed:
             raise UnsupportedTableError(
                 f"{source}: {TableKeys.BASE_FILE_FORMAT.key}={self.base_file_format.value} is not supported "
-                "(only PARQUET base files)"
+                f"(only {allowed.value} base files{' in a metadata table' if metadata_table else ''})"
             )
         log_format = (self.get(TableKeys.LOG_FILE_FORMAT) or "").upper()
         if log_format != "HOODIE_LOG":

@@ -57,8 +57,13 @@ def scan_log_blocks(
     instant_range: InstantRange | None = None,
     report: CorruptBlockReport | None = None,
     stats: ScanStats | None = None,
+    hfile_blocks: bool = False,
 ) -> list[LogBlock]:
-    """The data and delete blocks to apply to the slice, in application order."""
+    """The data and delete blocks to apply to the slice, in application order.
+
+    HFile data blocks belong to metadata tables: ``hfile_blocks`` accepts them (and a data
+    table's scan refuses them).
+    """
     queue: list[LogBlock] = []
     latest = normalize(latest_instant) if latest_instant is not None else None
     stats = stats if stats is not None else ScanStats()
@@ -87,7 +92,7 @@ def scan_log_blocks(
                     target = block.target_instant_time
                     queue = [b for b in queue if not b.is_corrupt and b.instant_time != target]
                 continue
-            if block.block_type is BlockType.HFILE_DATA:
+            if block.block_type is BlockType.HFILE_DATA and not hfile_blocks:
                 raise UnsupportedTableError(f"{path}: HFile data blocks belong to the metadata table")
             if block.block_type is BlockType.CDC_DATA:
                 continue

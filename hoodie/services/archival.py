@@ -378,6 +378,24 @@ def _hts_horizon(
     return min((normalize(ts) for _, ts in bounds), default=None)
 
 
+def _metadata_compaction_bound(table: HoodieTable) -> str | None:
+    """With a metadata table, Hudi archives no data instant newer than its latest compaction.
+
+    (The metadata table's readers treat data instants older than the active timeline as
+    complete; its uncompacted log blocks must still be checkable against the active timeline.)
+    """
+    if table.is_metadata_table or not table.has_metadata_table:
+        return None
+    from hoodie.metadata.table import open_metadata_table
+
+    mdt = open_metadata_table(table).reload()
+    compactions = [i for i in mdt.completed() if i.action is Action.COMMIT]
+    if compactions:
+        return compactions[-1].requested_time
+    first = mdt.completed().first()
+    return first.requested_time if first is not None else "0"
+
+
 def _by_count(instants: Sequence[Instant], window: tuple[int, int]) -> list[Instant]:
     min_keep, max_keep = window
     return list(instants[: len(instants) - min_keep]) if len(instants) > max_keep else []
@@ -392,6 +410,10 @@ def plan_archival(
     last_clean = _last_clean(table, tl)
     retained_from: dict[str, str] = {}
     horizon = _hts_horizon(tl, policy, last_clean, retained_from)
+    mdt_bound = _metadata_compaction_bound(table)
+    if mdt_bound is not None:
+        retained_from.setdefault("metadataTableLatestCompaction", mdt_bound)
+        horizon = min(horizon, normalize(mdt_bound)) if horizon is not None else normalize(mdt_bound)
     commits = _commits_to_archive(table, tl, policy, window, last_clean, horizon, retained_from)
     completed_cleanup = [i for i in tl if i.is_completed and i.action in (Action.CLEAN, Action.ROLLBACK)]
     if tl.layout >= 2:
@@ -449,7 +471,7 @@ def schedule_archival(
     Nothing is written either way. The returned ``instant_time`` is the newest instant to archive
     (the bound :func:`execute_archival` takes), or None for a dry run.
     """
-    ctx.require_no_metadata_table("archival")
+    ctx.require_supported_metadata("archival")
     table = ctx.table
     with locked(ctx.table_lock, ctx.lock_timeout_s):
         plan = plan_archival(table, policy, table.reload())
@@ -503,7 +525,7 @@ def execute_archival(
 
     Everything happens under the table lock, on a timeline read after taking it.
     """
-    ctx.require_no_metadata_table("archival")
+    ctx.require_supported_metadata("archival")
     table = ctx.table
     policy = policy or ArchivalPolicy.from_options(ctx.options)
     with locked(ctx.table_lock, ctx.lock_timeout_s):

@@ -162,14 +162,19 @@ class ServiceContext:
         )
         return Scheduled(instant_time, plan, reason)
 
-    def require_no_metadata_table(self, service: str) -> None:
-        """Refuse tables with a metadata table: the service would leave it stale."""
-        if self.table.has_metadata_table:
-            partitions = ", ".join(self.table.config.metadata_partitions) or "present"
-            raise TableServiceError(
-                f"{self.table.base_path} has a metadata table ({partitions}); {service} would leave it "
-                "stale, so it is refused until hts maintains the metadata table. Nothing was written."
-            )
+    def require_supported_metadata(self, service: str) -> None:
+        """Refuse, before anything is written, a table whose metadata table hts cannot keep current."""
+        from hoodie.metadata.sync import require_supported_metadata
+
+        require_supported_metadata(self.table, service, secondary_ok=True)
+
+    def sync_metadata(self, timeline: ActiveTimeline, instant: Instant, payload: bytes) -> None:
+        """Update the metadata table for ``instant`` (lock held; before the instant completes)."""
+        from hoodie.metadata.sync import sync_metadata_table
+
+        sync_metadata_table(
+            self.table, timeline, instant, payload, lambda: self.new_instant_time(lock_held=True)
+        )
 
     def complete(
         self,
@@ -188,6 +193,8 @@ class ServiceContext:
                 )
             if precondition is not None:
                 precondition(fresh)
+            self.sync_metadata(fresh, current, payload)
+            crash_point("metadata.before_data_complete")
             completion = self.new_instant_time(lock_held=True) if fresh.layout >= 2 else None
             if not self.table_lock.is_held():  # e.g. a ZooKeeper session expired while we waited
                 raise LockError(

@@ -81,12 +81,20 @@ def instants_to_restore(table: HoodieTable, tl: ActiveTimeline, savepoint_time: 
     return clustering + rest
 
 
+def _refuse_metadata_table(table: HoodieTable) -> None:
+    if table.has_metadata_table:
+        raise TableServiceError(
+            f"{table.base_path} has a metadata table; restoring it to a savepoint also means restoring the "
+            "metadata table, which hts does not do: restore with Apache Hudi. Nothing was written."
+        )
+
+
 def schedule_restore(
     ctx: ServiceContext, savepoint_time: str | None = None, *, dry_run: bool = False
 ) -> Scheduled:
     """Plan a restore to ``savepoint_time`` (default: the latest savepoint); write ``T.restore.requested``."""
     table = ctx.table
-    ctx.require_no_metadata_table("restore")
+    _refuse_metadata_table(table)
     with locked(ctx.table_lock, ctx.lock_timeout_s):
         tl = table.reload()
         pending = tl.pending().actions(Action.RESTORE)
@@ -142,7 +150,7 @@ def schedule_restore(
 def execute_restore(ctx: ServiceContext, restore_time: str, runner: Runner) -> ExecutionResult:
     """Run a requested (or interrupted) restore: roll back its instants, then complete it."""
     table = ctx.table
-    ctx.require_no_metadata_table("restore")
+    _refuse_metadata_table(ctx.table)
     tl = table.reload()
     current = tl.get(restore_time, Action.RESTORE)
     if current is None or current.is_completed:

@@ -103,7 +103,7 @@ def schedule_rollback(
     since it was found failed. Everything is checked again under the table lock.
     """
     table = ctx.table
-    ctx.require_no_metadata_table("rollback")
+    ctx.require_supported_metadata("rollback")
     with locked(ctx.table_lock, ctx.lock_timeout_s):
         tl = table.reload()
         instant = tl.get(instant_time, action)
@@ -335,6 +335,12 @@ def _finish(
             )
         action = Action(info.action)
         target = fresh.get(info.commit_time, action)
+        if publish:
+            ctx.sync_metadata(fresh, current, metadata.to_bytes(table.table_version))
+        elif table.has_metadata_table:
+            from hoodie.metadata.writer import rollback_metadata_instant
+
+            rollback_metadata_instant(table, info.commit_time)
         if target is not None and revert:
             fresh.delete_state(info.commit_time, State.INFLIGHT, action)
         elif target is not None:

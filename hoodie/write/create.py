@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -22,6 +23,7 @@ from hoodie.keygen import KeyGeneratorType, key_generator_properties
 from hoodie.merge.config import merge_properties_for_new_table
 from hoodie.schema.avro_arrow import META_FIELDS, NullOrder, arrow_to_avro_schema, avro_to_arrow_schema
 from hoodie.table import HoodieTable
+from hoodie.timeline.instant_time import format_instant_time
 from hoodie.timeline.layout import TablePaths
 
 
@@ -53,9 +55,15 @@ def create_table(
     payload_class: str | None = None,
     merge_strategy_id: str | None = None,
     extra_properties: Mapping[str, str] | None = None,
+    metadata_table: bool | None = None,
     **storage_options: Any,
 ) -> HoodieTable:
-    """Create an empty table at ``uri`` and open it. Fails if a table already exists there."""
+    """Create an empty table at ``uri`` and open it. Fails if a table already exists there.
+
+    ``metadata_table`` (or ``hoodie.metadata.enable=true`` in ``extra_properties``; table versions
+    8 and 9) also creates the metadata table with its ``files`` partition. It is off by default
+    until hts also compacts the metadata table inline after commits, as Apache Hudi 1.x does.
+    """
     fileio, base_path = FileIO.for_uri(uri, **storage_options)
     meta = join(base_path, METAFOLDER)
     if fileio.exists(join(meta, "hoodie.properties")):
@@ -155,4 +163,13 @@ def create_table(
     else:
         fileio.makedirs(paths.archived)
     create_table_properties(fileio, meta, props)
-    return HoodieTable(fileio, base_path, config)
+    table = HoodieTable(fileio, base_path, config)
+    if metadata_table is None:
+        enabled = (extra_properties or {}).get("hoodie.metadata.enable", "false")
+        metadata_table = version >= 8 and enabled.lower() == "true"
+    if metadata_table:
+        from hoodie.metadata.init import initialize_metadata_table
+
+        now = dt.datetime.now(table.tz)
+        initialize_metadata_table(table, lambda: format_instant_time(now, table.tz), table.reload())
+    return table

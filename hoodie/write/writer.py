@@ -28,6 +28,16 @@ from hoodie.file_group.file_slice import FileGroupId, FileSlice
 from hoodie.keygen import key_generator_from_properties
 from hoodie.merge.config import resolve_merge_config
 from hoodie.merge.vectorized import DeleteEntries, MergeSpec, arrow_family, spec_for
+from hoodie.metadata.keys import decode_file_id
+from hoodie.metadata.records import MetadataPartition
+from hoodie.metadata.sync import (
+    RecordIndexChanges,
+    enabled_partitions,
+    has_metadata_table,
+    require_supported_metadata,
+    sync_metadata_table,
+)
+from hoodie.metadata.table import MetadataTable
 from hoodie.models.clustering import RequestedReplaceMetadata
 from hoodie.models.commit import CommitMetadata, ReplaceCommitMetadata, WriteStat
 from hoodie.schema.avro_arrow import add_meta_fields, avro_to_arrow_schema
@@ -158,6 +168,7 @@ class HoodieWriter:
             replaced = {}
             buckets = self._plan(prepared, operation, slices_by_partition, view, timeline)
         self._check_pending_clustering(buckets, timeline)
+        require_supported_metadata(table, f"{operation.value} on {table.base_path}")
 
         meta_avro = add_meta_fields(schema_json)
         arrow_schema = avro_to_arrow_schema(meta_avro)
@@ -192,7 +203,8 @@ class HoodieWriter:
             )
             stats = self._execute(ctx, buckets, prepared, view, spec)
             metadata = self._metadata(stats, schema_json, operation, replaced)
-            done = self._complete(timeline, inflight, metadata, stats, replaced, instant_time)
+            record_index = self._record_index_changes(buckets, prepared, replaced, timeline)
+            done = self._complete(timeline, inflight, metadata, stats, replaced, instant_time, record_index)
         except BaseException:
             self._abort(timeline, instant_time, markers)
             heartbeat.stop()
@@ -201,6 +213,40 @@ class HoodieWriter:
         heartbeat.stop()
         log.info("%s: committed %s %s (%d files)", table.base_path, operation.value, done, len(stats))
         return WriteResult(done, operation, stats, replaced)
+
+    def _record_index_changes(
+        self,
+        buckets: list[Bucket],
+        prepared: PreparedInput,
+        replaced: dict[str, list[str]],
+        timeline: ActiveTimeline,
+    ) -> RecordIndexChanges | None:
+        """How this write moves record keys (for the metadata table's record index), if it has one."""
+        table = self.table
+        if not has_metadata_table(table) or MetadataPartition.RECORD_INDEX not in enabled_partitions(table):
+            return None
+        keys = prepared.keys.to_pylist()
+        changes = RecordIndexChanges()
+        maybe_new: dict[str, tuple[str, str]] = {}
+        for b in buckets:
+            target = changes.located if b.kind == "create" else maybe_new
+            for i in b.rows:
+                target[str(keys[i])] = (b.partition, b.file_id)
+            changes.deleted.update(str(keys[i]) for i in b.deletes)
+        mdt = MetadataTable.open(table, timeline)
+        existing = mdt.read_partition(MetadataPartition.RECORD_INDEX, maybe_new) if maybe_new else {}
+        for key, (partition, file_id) in maybe_new.items():
+            info = (existing.get(key) or {}).get("recordIndexMetadata")
+            if info is None or info.get("partitionName") != partition or decode_file_id(info) != file_id:
+                changes.located[key] = (partition, file_id)
+        if replaced:
+            gone = {(p, f) for p, ids in replaced.items() for f in ids}
+            for key, payload in mdt.read_partition(MetadataPartition.RECORD_INDEX).items():
+                info = payload["recordIndexMetadata"]
+                if (info.get("partitionName"), decode_file_id(info)) in gone and key not in changes.located:
+                    changes.deleted.add(key)
+        changes.deleted -= set(changes.located)
+        return changes
 
     # -- planning -----------------------------------------------------------------------------
     def _action(self, operation: WriteOperation) -> Action:
@@ -485,14 +531,24 @@ class HoodieWriter:
         stats: list[WriteStat],
         replaced: dict[str, list[str]],
         instant_time: str,
+        record_index: RecordIndexChanges | None,
     ) -> Instant:
         touched = {FileGroupId(s.partition_path or "", s.file_id or "") for s in stats}
         touched |= {FileGroupId(p, f) for p, ids in replaced.items() for f in ids}
         with locked(self.lock, self.options.lock_timeout_s):
             fresh = self.table.reload()
             self._check_conflicts(timeline, fresh, touched, instant_time)
+            payload = metadata.to_bytes(self.table.table_version)
+            sync_metadata_table(
+                self.table,
+                fresh,
+                inflight,
+                payload,
+                lambda: self.time_source.new_instant_time(lock_held=True),
+                record_index=record_index,
+            )
             completion = self.time_source.new_instant_time(lock_held=True) if fresh.layout >= 2 else None
-            return fresh.complete(inflight, metadata.to_bytes(self.table.table_version), completion)
+            return fresh.complete(inflight, payload, completion)
 
     def _check_conflicts(
         self, start: ActiveTimeline, now: ActiveTimeline, touched: set[FileGroupId], instant_time: str

@@ -167,11 +167,20 @@ def test_service_dry_run_prints_the_plan_and_writes_nothing(
     assert sorted(str(p) for p in path.rglob("*")) == before
 
 
-def test_services_refuse_tables_with_a_metadata_table(
+def test_services_refuse_metadata_partitions_they_cannot_maintain(
     table_copy: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    from hoodie.config.table_config import read_table_properties, update_table_properties
+    from hoodie.io.fileio import FileIO
+
     path = table_copy("quickstart_trips_table/mor/avro/v8_trips_8i3u1d")
+    fileio, base = FileIO.for_uri(str(path))
+    meta = f"{base}/.hoodie"
+    partitions = read_table_properties(fileio, meta)["hoodie.table.metadata.partitions"]
+    update_table_properties(
+        fileio, meta, {"hoodie.table.metadata.partitions": partitions + ",expr_index_fare"}
+    )
     before = sorted(str(p) for p in path.rglob("*"))
     assert main(["run", "compaction", str(path), "--spark-master", "in-process"]) == 2
-    assert "has a metadata table" in capsys.readouterr().err
+    assert "metadata partition 'expr_index_fare' cannot be maintained" in capsys.readouterr().err
     assert sorted(str(p) for p in path.rglob("*")) == before

@@ -561,22 +561,6 @@ def test_hudi_written_tables_archive_up_to_their_first_replace_commit(table_copy
     assert isinstance(reopened.commit_metadata(kept_replace), ReplaceCommitMetadata)
 
 
-def test_tables_with_a_metadata_table_are_refused(table_copy: Any) -> None:
-    path: Path = table_copy("quickstart_trips_table/mor/avro/v8_trips_8i3u1d")
-    before = sorted(str(p) for p in path.rglob("*"))
-    ctx = ServiceContext(
-        _open(path), options={"hoodie.keep.min.commits": "1", "hoodie.keep.max.commits": "2"}
-    )
-    with pytest.raises(TableServiceError, match="metadata table"):
-        service_named("archival").schedule(ctx, dry_run=True)
-    with pytest.raises(TableServiceError, match="metadata table"):
-        execute_archival(ctx)
-    assert sorted(str(p) for p in path.rglob("*")) == before
-
-
-# -- configuration ------------------------------------------------------------------------------
-
-
 def test_policy_keys_defaults_and_errors_name_the_value() -> None:
     default = ArchivalPolicy.from_options({})
     assert (default.min_commits, default.max_commits, default.archival_batch) == (20, 30, 10)

@@ -639,14 +639,6 @@ def test_plan_and_metadata_are_hudis_avro_and_dry_run_writes_nothing(
         assert pm["isPartitionDeleted"] is False
 
 
-def test_tables_with_a_metadata_table_are_refused(table_copy: Any) -> None:
-    path = table_copy("quickstart_trips_table/mor/avro/v8_trips_8i3u1d")
-    before = sorted(str(p) for p in path.rglob("*"))
-    with pytest.raises(TableServiceError, match="metadata table"):
-        schedule_clean(ServiceContext(HoodieTable.open(str(path))), CleanPolicy(commits_retained=1))
-    assert sorted(str(p) for p in path.rglob("*")) == before
-
-
 def test_clean_on_spark_equals_local(tmp_path: Path, spark_runner: Any) -> None:
     local = tmp_path / "local"
     _table(local, TableType.MERGE_ON_READ, TableVersion.EIGHT)

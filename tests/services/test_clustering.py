@@ -445,17 +445,6 @@ def test_clustering_tables_apache_hudi_wrote_keeps_their_snapshot(table_copy: An
     )
 
 
-def test_tables_with_a_metadata_table_are_refused(table_copy: Any) -> None:
-    path = table_copy("sample_table/mor/avro/v9_txns_simple_meta")
-    before = sorted(str(p) for p in path.rglob("*"))
-    with pytest.raises(TableServiceError, match="metadata table"):
-        schedule_clustering(ServiceContext(HoodieTable.open(str(path))), ClusteringPolicy())
-    assert sorted(str(p) for p in path.rglob("*")) == before
-
-
-# -- concurrency, recovery, Spark -------------------------------------------------------------
-
-
 @pytest.mark.parametrize("version", [TableVersion.SIX, TableVersion.EIGHT])
 def test_writers_keep_away_from_file_groups_under_clustering(tmp_path: Path, version: TableVersion) -> None:
     path = tmp_path / "t"

@@ -11,7 +11,6 @@ import fastavro
 import pytest
 
 from hoodie.config.table_config import TableVersion
-from hoodie.errors import TableServiceError
 from hoodie.models.codec import load_schema
 from hoodie.models.compaction import CompactionPlan
 from hoodie.read.reader import TableReader
@@ -168,14 +167,6 @@ def test_strategies_filter_and_order_operations(tmp_path: Path) -> None:
         table, CompactionPolicy(strategy=CompactionStrategy.DAY_BASED, day_based_partitions=1)
     )
     assert day is not None and len({op.partition_path for op in day.operations or ()}) == 1
-
-
-def test_tables_with_a_metadata_table_are_refused(table_copy: Any) -> None:
-    path = table_copy("quickstart_trips_table/mor/avro/v8_trips_8i3u1d")
-    before = sorted(str(p) for p in path.rglob("*"))
-    with pytest.raises(TableServiceError, match="metadata table"):
-        schedule_compaction(ServiceContext(HoodieTable.open(str(path))), CompactionPolicy())
-    assert sorted(str(p) for p in path.rglob("*")) == before
 
 
 def test_compaction_on_spark_equals_local(tmp_path: Path, spark_runner: Any) -> None:

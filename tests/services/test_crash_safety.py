@@ -33,8 +33,8 @@ FAST_HEARTBEAT = [
 ]
 
 
-def _table(path: Path, version: TableVersion) -> None:
-    table = new_table(path, version=version, schema=SCHEMA)
+def _table(path: Path, version: TableVersion, **extra: Any) -> None:
+    table = new_table(path, version=version, schema=SCHEMA, **extra)
     writer = HoodieWriter(table)
     writer.insert(
         pa.table(
@@ -129,3 +129,66 @@ def test_a_live_attempt_is_not_rolled_back(tmp_path: Path, capsys: Any) -> None:
     assert "heartbeat is alive" in again.stderr
     instant = HoodieTable.open(str(path)).timeline.get(ts, Action.COMPACTION)
     assert instant is not None and instant.is_inflight
+
+
+def _mdt_listing(path: Path) -> dict[str, dict[str, int]]:
+    from hoodie.metadata.table import MetadataTable
+
+    return MetadataTable.open(HoodieTable.open(str(path))).list_files()
+
+
+def _disk_listing(path: Path, partitions: list[str]) -> dict[str, dict[str, int]]:
+    return {
+        p: {
+            f.name: f.stat().st_size
+            for f in (path / p).iterdir()
+            if not f.name.startswith(".hoodie_partition")
+        }
+        for p in partitions
+    }
+
+
+def test_crash_between_metadata_update_and_completion(tmp_path: Path) -> None:
+    """Killed after the metadata table took the compaction's deltacommit but before the data
+    instant completed: readers (ours and hudi-rs, which lists files through the metadata table)
+    ignore the update; the next run rolls the metadata-table instant back with the data attempt,
+    redoes both, and the metadata table's listing equals the directories again."""
+    path = tmp_path / "t"
+    _table(path, TableVersion.EIGHT, metadata_table=True)
+    assert (path / ".hoodie" / "metadata" / "files").is_dir()
+    before_rows, before_rs, before_listing = _rows(path), hudi_rs_rows(path), _mdt_listing(path)
+    assert before_listing == _disk_listing(path, sorted(before_listing))
+    ts = hts("schedule", "compaction", str(path)).stdout.split()[2]
+
+    killed = hts(
+        "execute",
+        "compaction",
+        str(path),
+        "--spark-master",
+        "in-process",
+        *FAST_HEARTBEAT,
+        crash_at="metadata.before_data_complete",
+    )
+    assert killed.returncode == 97, killed.stderr
+    mdt_timeline = HoodieTable.open(str(path / ".hoodie" / "metadata")).timeline
+    mdt_instant = mdt_timeline.get(ts)
+    assert mdt_instant is not None and mdt_instant.is_completed  # the metadata update landed...
+    instant = HoodieTable.open(str(path)).timeline.get(ts, Action.COMPACTION)
+    assert instant is not None and not instant.is_completed  # ...the data instant did not
+    assert _mdt_listing(path) == before_listing  # so the metadata table still lists the old files
+    assert _rows(path) == before_rows
+    assert hudi_rs_rows(path) == before_rs
+
+    time.sleep(0.3)
+    resumed = hts("execute", "compaction", str(path), "--spark-master", "in-process", *FAST_HEARTBEAT)
+    assert resumed.returncode == 0, resumed.stderr
+    table = HoodieTable.open(str(path))
+    assert table.timeline.is_completed(ts)
+    listing = _mdt_listing(path)
+    assert listing == _disk_listing(path, sorted(listing))
+    new_bases = {n for files in listing.values() for n in files if n.endswith(f"_{ts}.parquet")}
+    assert len(new_bases) == 4  # one compacted base file per partition is listed
+    assert _rows(path) == before_rows
+    assert hudi_rs_rows(path) == before_rs
+    mdt = HoodieTable.open(str(path / ".hoodie" / "metadata")).timeline
+    assert [i.requested_time for i in mdt.completed() if i.requested_time == ts] == [ts]

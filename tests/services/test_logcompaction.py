@@ -332,11 +332,6 @@ def test_dry_run_writes_nothing(tmp_path: Path) -> None:
 
 
 def test_tables_it_cannot_log_compact_are_refused(table_copy: Any, tmp_path: Path) -> None:
-    path = table_copy("quickstart_trips_table/mor/avro/v8_trips_8i3u1d")
-    before = sorted(str(p) for p in path.rglob("*"))
-    with pytest.raises(TableServiceError, match="metadata table"):
-        schedule_log_compaction(ServiceContext(HoodieTable.open(str(path))), LogCompactionPolicy())
-    assert sorted(str(p) for p in path.rglob("*")) == before
     cow = table_copy("sample_table/cow/v8_nonpartitioned")
     with pytest.raises(TableServiceError, match="COPY_ON_WRITE"):
         schedule_log_compaction(ServiceContext(HoodieTable.open(str(cow))), LogCompactionPolicy())

@@ -1,0 +1,1 @@
+"""The metadata table (``<base>/.hoodie/metadata``): keys, payloads, reading, writing, syncing."""

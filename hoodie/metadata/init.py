@@ -1,0 +1,232 @@
+"""Creating a metadata table and building (initialising) its partitions.
+
+A partition is built by one BULK_INSERT deltacommit of the metadata table: every file group gets
+an initial log file holding one empty DELETE block (``.<fileId>_<T>.log.1_0-0-0``) and, when it
+has records, a base HFile at ``T``. When a table gets its metadata table, each partition is built
+at an initialisation time ``00000000000000<NNN>`` (older than any data instant, so always
+visible); an INDEXING instant builds its partitions at its own instant time. The partition is
+listed in the data table's ``hoodie.table.metadata.partitions`` once it is complete.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+
+from hoodie.config.table_config import (
+    METAFOLDER,
+    TableConfig,
+    create_table_properties,
+    update_table_properties,
+)
+from hoodie.errors import HoodieError
+from hoodie.file_group.base_file_writer import write_partition_metadata
+from hoodie.file_group.log_block import BlockType, HeaderKey, encode_block
+from hoodie.file_group.log_writer import delete_block_content
+from hoodie.file_group.view import list_partition
+from hoodie.io.fileio import join
+from hoodie.metadata.keys import ALL_PARTITIONS_KEY, file_group_index, partition_id
+from hoodie.metadata.records import (
+    MetadataPartition,
+    Payload,
+    files_payload,
+    plain_metadata_schema_json,
+)
+from hoodie.metadata.table import metadata_table_path, open_metadata_table
+from hoodie.metadata.writer import base_hfile_bytes
+from hoodie.models.commit import CommitMetadata, WriteStat
+from hoodie.table import HoodieTable
+from hoodie.timeline.instant import Action, Instant, State
+from hoodie.timeline.timeline import ActiveTimeline
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "build_partition",
+    "create_metadata_table",
+    "files_partition_records",
+    "init_instant_time",
+    "initialize_metadata_table",
+]
+
+INIT_PREFIX = "00000000000000"
+
+DEFAULT_FILE_GROUPS = {
+    MetadataPartition.FILES: 1,
+    MetadataPartition.COLUMN_STATS: 2,
+    MetadataPartition.PARTITION_STATS: 1,
+    MetadataPartition.RECORD_INDEX: 10,
+}
+
+
+def init_instant_time(offset: int) -> str:
+    """The initialisation instant of the ``offset``-th partition built with a new metadata table."""
+    return f"{INIT_PREFIX}{offset:03d}"
+
+
+def metadata_table_properties(data_table: HoodieTable) -> dict[str, str]:
+    version = str(data_table.table_version)
+    return {
+        "hoodie.compaction.payload.class": "org.apache.hudi.metadata.HoodieMetadataPayload",
+        "hoodie.table.initial.version": version,
+        "hoodie.table.keygenerator.type": "HOODIE_TABLE_METADATA",
+        "hoodie.table.type": "MERGE_ON_READ",
+        "hoodie.archivelog.folder": "history",
+        "hoodie.timeline.layout.version": "2",
+        "hoodie.timeline.history.path": "history",
+        "hoodie.datasource.write.drop.partition.columns": "false",
+        "hoodie.record.merge.strategy.id": "00000000-0000-0000-0000-000000000000",
+        "hoodie.table.recordkey.fields": "key",
+        "hoodie.table.name": f"{data_table.name}_metadata",
+        "hoodie.timeline.path": "timeline",
+        "hoodie.populate.meta.fields": "false",
+        "hoodie.table.base.file.format": "HFILE",
+        "hoodie.record.merge.mode": "CUSTOM",
+        "hoodie.table.version": version,
+    }
+
+
+def create_metadata_table(data_table: HoodieTable) -> HoodieTable:
+    """Write the metadata table's ``hoodie.properties`` (no partitions yet) and open it."""
+    if data_table.table_version < 8:
+        raise HoodieError(
+            f"{data_table.base_path}: hts creates metadata tables for table versions 8 and 9 only "
+            f"(this table is version {data_table.table_version})"
+        )
+    meta = join(metadata_table_path(data_table), METAFOLDER)
+    if not data_table.fileio.exists(join(meta, "hoodie.properties")):
+        create_table_properties(data_table.fileio, meta, metadata_table_properties(data_table))
+    return open_metadata_table(data_table)
+
+
+def _empty_delete_block(instant_time: str, table_version: int) -> bytes:
+    content = delete_block_content([], [], None, None, table_version)
+    return encode_block(BlockType.DELETE, {HeaderKey.INSTANT_TIME: instant_time}, content)
+
+
+def build_partition(
+    data_table: HoodieTable,
+    partition: str,
+    records: Mapping[str, Payload],
+    instant_time: str,
+    completion_time: Callable[[], str],
+    *,
+    num_file_groups: int | None = None,
+    operation: str = "BULK_INSERT",
+) -> Instant:
+    """Build metadata partition ``partition`` from ``records`` in one deltacommit at ``instant_time``.
+
+    Call with the data table's lock held. Does not list the partition in the data table's
+    properties (the caller does, once everything it needs is built).
+    """
+    mdt = create_metadata_table(data_table)
+    timeline: ActiveTimeline = mdt.reload()
+    if instant_time in timeline:
+        raise HoodieError(
+            f"metadata table of {data_table.base_path} already has an instant at {instant_time}"
+        )
+    version = data_table.table_version
+    n = num_file_groups or DEFAULT_FILE_GROUPS.get(partition, 10)
+    groups: dict[int, dict[str, Payload]] = {i: {} for i in range(n)}
+    for key, payload in records.items():
+        groups[file_group_index(key, n)][key] = payload
+    requested = timeline.create_requested(Instant(instant_time, Action.DELTA_COMMIT, State.REQUESTED))
+    inflight = timeline.transition_to_inflight(requested, b"")
+    write_partition_metadata(mdt.fileio, mdt.base_path, partition, instant_time)
+    stats: list[WriteStat] = []
+    for i in range(n):
+        file_id = MetadataPartition.file_id(partition, i)
+        log_name = f".{file_id}_{instant_time}.log.1_0-0-0"
+        mdt.fileio.write_bytes(
+            join(mdt.base_path, partition, log_name), _empty_delete_block(instant_time, version)
+        )
+        group = groups[i]
+        if not group:
+            continue
+        base_name = f"{file_id}_{i}-0-{i}_{instant_time}.hfile"
+        data = base_hfile_bytes(group, base_name, version)
+        mdt.fileio.write_bytes(join(mdt.base_path, partition, base_name), data)
+        stats.append(
+            WriteStat(
+                file_id=file_id,
+                path=f"{partition}/{base_name}",
+                prev_commit="null",
+                num_writes=len(group),
+                num_deletes=0,
+                num_update_writes=0,
+                total_write_bytes=len(data),
+                total_write_errors=0,
+                partition_path=partition,
+                num_inserts=len(group),
+                file_size_in_bytes=len(data),
+            )
+        )
+    metadata = CommitMetadata(
+        partition_to_write_stats={partition: stats},
+        compacted=False,
+        extra_metadata={"schema": plain_metadata_schema_json(version)},
+        version=None,
+        operation_type=operation,
+    )
+    done = timeline.complete(inflight, metadata.to_bytes(version), completion_time())
+    log.info(
+        "%s: built metadata partition %s (%d records) at %s",
+        data_table.base_path,
+        partition,
+        len(records),
+        done,
+    )
+    return done
+
+
+def files_partition_records(data_table: HoodieTable, timeline: ActiveTimeline) -> dict[str, Payload]:
+    """The ``files`` partition of the table as it is now: every committed file of every partition."""
+    view = data_table.file_system_view(timeline=timeline)
+    records: dict[str, Payload] = {}
+    partitions: dict[str, tuple[int, bool]] = {}
+    for partition in view.partitions():
+        listing = list_partition(data_table.fileio, data_table.base_path, partition)
+        entries: dict[str, tuple[int, bool]] = {}
+        for base in listing.base_files:
+            if view.is_committed(base.commit_time):
+                entries[base.name] = (base.size, False)
+        for log_file in listing.log_files:
+            if view.is_committed(log_file.instant_time) or view.completion_time(log_file.instant_time):
+                entries[log_file.name] = (log_file.size, False)
+        if entries:
+            partitions[partition_id(partition)] = (0, False)
+            records[partition_id(partition)] = files_payload(entries)
+    records[ALL_PARTITIONS_KEY] = files_payload(partitions, all_partitions=True)
+    return records
+
+
+def set_metadata_partitions(
+    data_table: HoodieTable, *, add: tuple[str, ...] = (), inflight: tuple[str, ...] | None = None
+) -> None:
+    """Update ``hoodie.table.metadata.partitions`` (and ``.inflight``) in the data table's properties."""
+    current = list(data_table.config.metadata_partitions)
+    updates: dict[str, str | None] = {
+        "hoodie.table.metadata.partitions": ",".join(sorted(set(current) | set(add)))
+    }
+    if inflight is not None:
+        updates["hoodie.table.metadata.partitions.inflight"] = ",".join(sorted(inflight))
+    props = update_table_properties(data_table.fileio, data_table.paths.meta, updates)
+    data_table.config = TableConfig.from_properties(props)
+
+
+def initialize_metadata_table(
+    data_table: HoodieTable, completion_time: Callable[[], str], timeline: ActiveTimeline | None = None
+) -> list[Instant]:
+    """Give ``data_table`` a metadata table with its ``files`` partition (call with the lock held)."""
+    tl = timeline or data_table.reload()
+    if data_table.has_metadata_table and MetadataPartition.FILES in data_table.config.metadata_partitions:
+        return []
+    done = build_partition(
+        data_table,
+        MetadataPartition.FILES,
+        files_partition_records(data_table, tl),
+        init_instant_time(0),
+        completion_time,
+    )
+    set_metadata_partitions(data_table, add=(MetadataPartition.FILES,))
+    return [done]

@@ -1,0 +1,146 @@
+"""Metadata-table record keys and how keys map to file groups (hudi-format.md §6.1, §6.2).
+
+Every function here is a fact of the on-disk format that Apache Hudi's Java writers and hudi-rs
+agree on: changing any of them makes the metadata table unreadable to them.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import uuid
+
+import xxhash
+
+__all__ = [
+    "ALL_PARTITIONS_KEY",
+    "NON_PARTITIONED_NAME",
+    "column_stats_key",
+    "decode_file_id",
+    "encode_file_id",
+    "file_group_index",
+    "hash_id",
+    "java_string_hash",
+    "partition_id",
+    "partition_stats_key",
+    "secondary_index_key",
+    "secondary_index_record_key",
+]
+
+ALL_PARTITIONS_KEY = "__all_partitions__"
+NON_PARTITIONED_NAME = "."
+"""How the metadata table names the single partition of a non-partitioned table."""
+
+_XXH64_SEED = 0xFFFFFFFFDABADABA  # Java passes the int 0xdabadaba to a long parameter
+
+
+def java_string_hash(text: str) -> int:
+    """Java's ``String.hashCode``: ``h = 31*h + c`` over UTF-16 code units, as a signed int32."""
+    h = 0
+    data = text.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def file_group_index(record_key: str, num_file_groups: int) -> int:
+    """Which of a partition's ``num_file_groups`` file groups holds ``record_key``."""
+    if num_file_groups <= 0:
+        raise ValueError(f"a metadata partition needs at least one file group, got {num_file_groups}")
+    # Java: Math.abs(Math.abs(hashCode) % n); Math.abs(MIN_VALUE) stays negative, hence the outer abs.
+    h = java_string_hash(record_key)
+    h = h if h == -(1 << 31) else abs(h)
+    return abs(int(h - num_file_groups * int(h / num_file_groups)))  # Java's truncating remainder
+
+
+def hash_id(text: str) -> str:
+    """XXH64 (Hudi's seed) of ``text``, big-endian, standard base64 with padding (12 characters)."""
+    return base64.b64encode(xxhash.xxh64(text.encode("utf-8"), seed=_XXH64_SEED).digest()).decode("ascii")
+
+
+def partition_id(partition_path: str) -> str:
+    """The metadata table's name for a data partition: the path, or ``.`` when non-partitioned."""
+    return partition_path or NON_PARTITIONED_NAME
+
+
+def column_stats_key(column: str, partition_path: str, file_name: str) -> str:
+    """The ``column_stats`` key of ``column`` in data file ``file_name`` of ``partition_path``."""
+    digest = base64.b64encode(hashlib.md5(file_name.encode("utf-8")).digest()).decode("ascii")
+    return hash_id(column) + hash_id(partition_id(partition_path)) + digest
+
+
+def partition_stats_key(column: str, partition_path: str) -> str:
+    """The ``partition_stats`` key of ``column`` in ``partition_path``."""
+    return hash_id(column) + hash_id(partition_id(partition_path))
+
+
+_SECONDARY_SEPARATOR = "$"
+_SECONDARY_ESCAPE = "\\"
+
+
+def _escape(value: str) -> str:
+    return value.replace(_SECONDARY_ESCAPE, _SECONDARY_ESCAPE * 2).replace(
+        _SECONDARY_SEPARATOR, _SECONDARY_ESCAPE + _SECONDARY_SEPARATOR
+    )
+
+
+def secondary_index_key(secondary_value: str | None, record_key: str) -> str:
+    """``<secondary value>$<record key>``, with ``\\`` and ``$`` escaped; a null value is ``\\0``."""
+    value = "\\0" if secondary_value is None else _escape(secondary_value)
+    return value + _SECONDARY_SEPARATOR + _escape(record_key)
+
+
+def secondary_index_record_key(key: str) -> str:
+    """The data-table record key inside a secondary-index key (the part after the unescaped ``$``)."""
+    i = 0
+    while i < len(key):
+        c = key[i]
+        if c == _SECONDARY_ESCAPE:
+            i += 2
+            continue
+        if c == _SECONDARY_SEPARATOR:
+            rest = key[i + 1 :]
+            out, j = [], 0
+            while j < len(rest):
+                if rest[j] == _SECONDARY_ESCAPE and j + 1 < len(rest):
+                    j += 1
+                out.append(rest[j])
+                j += 1
+            return "".join(out)
+        i += 1
+    raise ValueError(f"secondary index key {key!r} has no unescaped '$' separator")
+
+
+def encode_file_id(file_id: str) -> dict[str, object]:
+    """The record index's location fields for ``file_id`` (fileIdEncoding 0 for ``<uuid>-<n>``)."""
+    head, sep, tail = file_id.rpartition("-")
+    if sep and tail.isdigit():
+        try:
+            u = uuid.UUID(head)
+        except ValueError:
+            u = None
+        if u is not None and str(u) == head.lower():
+            high, low = u.int >> 64, u.int & 0xFFFFFFFFFFFFFFFF
+            return {
+                "fileIdHighBits": high - (1 << 64) if high >> 63 else high,
+                "fileIdLowBits": low - (1 << 64) if low >> 63 else low,
+                "fileIndex": int(tail),
+                "fileId": "",
+                "fileIdEncoding": 0,
+            }
+    return {
+        "fileIdHighBits": None,
+        "fileIdLowBits": None,
+        "fileIndex": None,
+        "fileId": file_id,
+        "fileIdEncoding": 1,
+    }
+
+
+def decode_file_id(info: dict[str, object]) -> str:
+    """The file id a record-index entry points at (either encoding)."""
+    if info.get("fileIdEncoding") == 1:
+        return str(info.get("fileId") or "")
+    high = int(info["fileIdHighBits"]) & 0xFFFFFFFFFFFFFFFF  # type: ignore[call-overload]
+    low = int(info["fileIdLowBits"]) & 0xFFFFFFFFFFFFFFFF  # type: ignore[call-overload]
+    return f"{uuid.UUID(int=(high << 64) | low)}-{info['fileIndex']}"

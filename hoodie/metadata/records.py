@@ -1,0 +1,261 @@
+"""``HoodieMetadataRecord`` payloads: building, encoding, decoding and merging them.
+
+A payload is a dict shaped as fastavro reads the metadata schema with
+``return_record_name=True, return_record_name_override=True``: wrapper unions (column-stats
+min/max) are ``(full record name, {"value": v})`` tuples, every other union is its plain value.
+The same dicts encode back byte for byte.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+from collections.abc import Mapping
+from enum import IntEnum
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import fastavro
+
+__all__ = [
+    "MetadataPartition",
+    "RecordType",
+    "decode_payload",
+    "encode_payload",
+    "files_payload",
+    "merge_payloads",
+    "metadata_schema",
+    "plain_metadata_schema_json",
+    "record_index_payload",
+    "secondary_index_payload",
+]
+
+Payload = dict[str, Any]
+
+META_FIELDS = (
+    "_hoodie_commit_time",
+    "_hoodie_commit_seqno",
+    "_hoodie_record_key",
+    "_hoodie_partition_path",
+    "_hoodie_file_name",
+)
+
+
+class RecordType(IntEnum):
+    """The ``type`` of a metadata record."""
+
+    ALL_PARTITIONS = 1
+    FILE_LIST = 2
+    COLUMN_STATS = 3
+    BLOOM_FILTER = 4
+    RECORD_INDEX = 5
+    PARTITION_STATS = 6
+    SECONDARY_INDEX = 7
+
+
+class MetadataPartition:
+    """Names of the metadata table's partitions and their file-group id prefixes."""
+
+    FILES = "files"
+    COLUMN_STATS = "column_stats"
+    PARTITION_STATS = "partition_stats"
+    BLOOM_FILTERS = "bloom_filters"
+    RECORD_INDEX = "record_index"
+    SECONDARY_PREFIX = "secondary_index_"
+    EXPRESSION_PREFIX = "expr_index_"
+
+    @staticmethod
+    def file_id_prefix(partition: str) -> str:
+        """``col-stats`` for column_stats, otherwise the partition name with ``_`` as ``-``."""
+        if partition == MetadataPartition.COLUMN_STATS:
+            return "col-stats"
+        return partition.replace("_", "-")
+
+    @staticmethod
+    def file_id(partition: str, index: int) -> str:
+        return f"{MetadataPartition.file_id_prefix(partition)}-{index:04d}-0"
+
+    @staticmethod
+    def record_type(partition: str) -> RecordType:
+        if partition == MetadataPartition.FILES:
+            return RecordType.FILE_LIST
+        if partition.startswith(MetadataPartition.SECONDARY_PREFIX):
+            return RecordType.SECONDARY_INDEX
+        known = {
+            MetadataPartition.COLUMN_STATS: RecordType.COLUMN_STATS,
+            MetadataPartition.PARTITION_STATS: RecordType.PARTITION_STATS,
+            MetadataPartition.BLOOM_FILTERS: RecordType.BLOOM_FILTER,
+            MetadataPartition.RECORD_INDEX: RecordType.RECORD_INDEX,
+        }
+        if partition not in known:
+            raise ValueError(f"unknown metadata table partition {partition!r}")
+        return known[partition]
+
+
+@cache
+def metadata_schema(table_version: int) -> dict[str, Any]:
+    """The meta-field-prefixed HoodieMetadataRecord schema Hudi writes for ``table_version`` (shared).
+
+    Kept as Hudi writes it into log-block headers and HFile file info (with its docs), apart
+    from the packaged models' doc-free schemas.
+    """
+    name = "HoodieMetadataRecord.v8.avsc" if table_version <= 8 else "HoodieMetadataRecord.v9.avsc"
+    text = resources.files("hoodie.metadata").joinpath("avsc", name).read_text(encoding="utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+@cache
+def _parsed(table_version: int) -> Any:
+    return fastavro.parse_schema(copy.deepcopy(metadata_schema(table_version)))
+
+
+@cache
+def header_schema_json(table_version: int) -> str:
+    """The SCHEMA header and HFile ``schema`` file info: the prefixed schema, compact."""
+    return json.dumps(metadata_schema(table_version), separators=(",", ":"))
+
+
+@cache
+def plain_metadata_schema_json(table_version: int) -> str:
+    """The schema without meta fields (the ``schema`` extra metadata of metadata-table commits)."""
+    schema = copy.deepcopy(metadata_schema(table_version))
+    schema["fields"] = [f for f in schema["fields"] if f["name"] not in META_FIELDS]
+    return json.dumps(schema, separators=(",", ":"))
+
+
+def encode_payload(payload: Payload, table_version: int, *, file_name: str | None = None) -> bytes:
+    """The Avro datum of ``payload`` (``key`` written as ``""``; ``_hoodie_file_name`` in base files)."""
+    record: dict[str, Any] = dict.fromkeys(META_FIELDS)
+    record["_hoodie_file_name"] = file_name
+    record.update(payload)
+    record["key"] = ""
+    buf = io.BytesIO()
+    fastavro.schemaless_writer(buf, _parsed(table_version), record)
+    return buf.getvalue()
+
+
+def decode_payload(value: bytes, table_version: int, writer_schema: Any | None = None) -> Payload:
+    """A payload from an HFile value (decoded with ``writer_schema`` when the file names one)."""
+    reader = _parsed(table_version)
+    payload: Any = fastavro.schemaless_reader(
+        io.BytesIO(value),
+        writer_schema if writer_schema is not None else reader,
+        reader,
+        return_record_name=True,
+        return_record_name_override=True,
+    )
+    assert isinstance(payload, dict)
+    for name in META_FIELDS:
+        payload.pop(name, None)
+    return payload
+
+
+@cache
+def parse_writer_schema(text: str) -> Any:
+    """A parsed writer schema from a block header or HFile file info (cached by its text)."""
+    return fastavro.parse_schema(json.loads(text))
+
+
+def _empty(record_type: RecordType) -> Payload:
+    return {
+        "key": "",
+        "type": int(record_type),
+        "filesystemMetadata": None,
+        "BloomFilterMetadata": None,
+        "ColumnStatsMetadata": None,
+        "recordIndexMetadata": None,
+        "SecondaryIndexMetadata": None,
+    }
+
+
+def files_payload(entries: Mapping[str, tuple[int, bool]], *, all_partitions: bool = False) -> Payload:
+    """A ``files`` record: file (or partition) name -> (size, is_deleted)."""
+    payload = _empty(RecordType.ALL_PARTITIONS if all_partitions else RecordType.FILE_LIST)
+    payload["filesystemMetadata"] = {
+        name: {"size": int(size), "isDeleted": bool(deleted)} for name, (size, deleted) in entries.items()
+    }
+    return payload
+
+
+def record_index_payload(partition_path: str, location: Mapping[str, Any], instant_millis: int) -> Payload:
+    """A ``record_index`` record pointing at a file group (``location`` from ``keys.encode_file_id``)."""
+    payload = _empty(RecordType.RECORD_INDEX)
+    payload["recordIndexMetadata"] = {
+        "partitionName": partition_path,
+        "fileIdHighBits": location.get("fileIdHighBits"),
+        "fileIdLowBits": location.get("fileIdLowBits"),
+        "fileIndex": location.get("fileIndex"),
+        "fileId": location.get("fileId"),
+        "instantTime": instant_millis,
+        "fileIdEncoding": location.get("fileIdEncoding", 0),
+        "position": None,
+    }
+    return payload
+
+
+def secondary_index_payload(*, deleted: bool = False) -> Payload:
+    payload = _empty(RecordType.SECONDARY_INDEX)
+    payload["SecondaryIndexMetadata"] = {"isDeleted": deleted}
+    return payload
+
+
+def column_stats_payload(stats: Mapping[str, Any], *, partition_stats: bool = False) -> Payload:
+    """A ``column_stats`` (or ``partition_stats``) record around one HoodieMetadataColumnStats."""
+    payload = _empty(RecordType.PARTITION_STATS if partition_stats else RecordType.COLUMN_STATS)
+    payload["ColumnStatsMetadata"] = dict(stats)
+    return payload
+
+
+def _merge_files(older: Payload, newer: Payload) -> Payload:
+    """``files`` merge (hudi-format.md §6.3): sizes take the max, tombstones remove live entries."""
+    merged: dict[str, dict[str, Any]] = dict(older.get("filesystemMetadata") or {})
+    for name, info in (newer.get("filesystemMetadata") or {}).items():
+        old = merged.get(name)
+        if old is None:
+            merged[name] = info
+        elif info["isDeleted"]:
+            if old["isDeleted"]:
+                merged[name] = info
+            else:
+                del merged[name]
+        else:
+            merged[name] = {"size": max(int(old["size"]), int(info["size"])), "isDeleted": False}
+    out = dict(newer)
+    out["filesystemMetadata"] = merged
+    return out
+
+
+def _merge_column_stats(older: Payload, newer: Payload) -> Payload:
+    from hoodie.metadata.column_stats import merge_column_stats
+
+    out = dict(newer)
+    out["ColumnStatsMetadata"] = merge_column_stats(
+        older["ColumnStatsMetadata"], newer["ColumnStatsMetadata"]
+    )
+    return out
+
+
+def merge_payloads(older: Payload | None, newer: Payload | None) -> Payload | None:
+    """What a key holds after ``newer`` is applied over ``older`` (None: deleted / absent)."""
+    if newer is None or older is None:
+        return newer
+    kind = newer.get("type")
+    if kind in (RecordType.ALL_PARTITIONS, RecordType.FILE_LIST):
+        return _merge_files(older, newer)
+    if kind in (RecordType.COLUMN_STATS, RecordType.PARTITION_STATS):
+        return _merge_column_stats(older, newer)
+    return newer  # record index, secondary index, bloom filters: the newer record wins
+
+
+def is_live(payload: Payload | None) -> bool:
+    """False for absent keys and for index entries marked deleted."""
+    if payload is None:
+        return False
+    for field in ("SecondaryIndexMetadata", "ColumnStatsMetadata", "BloomFilterMetadata"):
+        inner = payload.get(field)
+        if inner is not None and inner.get("isDeleted"):
+            return False
+    return True

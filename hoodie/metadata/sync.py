@@ -1,0 +1,351 @@
+"""Keeping the metadata table in step with the data table: the updates each action makes.
+
+``sync_metadata_table`` is called by every committer (the writer and each table service) with
+the table lock held, after the data-table instant's payload is final and before its completed
+file is written. It turns the action's payload into metadata-table updates, as Apache Hudi's
+metadata writer does (hudi-format.md §6.4), and commits them at the same instant time:
+
+* commit / deltacommit / compaction / log compaction / clustering / insert overwrite: every new
+  file goes to ``files`` (and ``__all_partitions__`` lists the partitions written), to
+  ``column_stats`` per indexed column, and to ``partition_stats``; the record index gains the keys
+  of new file groups and follows records that clustering moved, and is left alone by compaction;
+* clean: deleted files become tombstones in ``files`` and ``column_stats``;
+* rollback: the metadata-table instant of the rolled-back commit is rolled back too, and the
+  files the rollback deleted become tombstones.
+"""
+
+from __future__ import annotations
+
+import logging
+import posixpath
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from hoodie.errors import UnsupportedTableError
+from hoodie.io.fileio import join
+from hoodie.keygen.factory import key_generator_from_properties
+from hoodie.metadata.keys import (
+    ALL_PARTITIONS_KEY,
+    column_stats_key,
+    encode_file_id,
+    partition_id,
+    partition_stats_key,
+)
+from hoodie.metadata.records import (
+    MetadataPartition,
+    Payload,
+    column_stats_payload,
+    files_payload,
+    record_index_payload,
+)
+from hoodie.metadata.table import MetadataTable
+from hoodie.metadata.writer import MetadataWriter, Updates, rollback_metadata_instant
+from hoodie.models.clean import CleanMetadata
+from hoodie.models.commit import CommitMetadata, ReplaceCommitMetadata, WriteStat
+from hoodie.models.rollback import RollbackMetadata
+from hoodie.table import HoodieTable
+from hoodie.timeline.instant import Action, Instant
+from hoodie.timeline.instant_time import instant_to_epoch_millis
+from hoodie.timeline.timeline import ActiveTimeline
+
+log = logging.getLogger(__name__)
+
+__all__ = ["RecordIndexChanges", "metadata_updates", "require_supported_metadata", "sync_metadata_table"]
+
+SUPPORTED_PARTITIONS = (
+    MetadataPartition.FILES,
+    MetadataPartition.COLUMN_STATS,
+    MetadataPartition.PARTITION_STATS,
+    MetadataPartition.RECORD_INDEX,
+)
+
+
+@dataclass
+class RecordIndexChanges:
+    """What a write did to record locations (the writer knows; a commit's payload does not).
+
+    ``located``: record key -> (partition, file id) for keys whose location is new or changed;
+    ``deleted``: keys that no longer exist.
+    """
+
+    located: dict[str, tuple[str, str]] = field(default_factory=dict)
+    deleted: set[str] = field(default_factory=set)
+
+
+def enabled_partitions(table: HoodieTable) -> list[str]:
+    """Metadata partitions to keep up to date: the built ones and those being built (indexing)."""
+    out = list(table.config.metadata_partitions)
+    out += [p for p in table.config.metadata_partitions_inflight if p not in out]
+    return out
+
+
+def has_metadata_table(table: HoodieTable) -> bool:
+    return table.has_metadata_table and bool(enabled_partitions(table))
+
+
+def require_supported_metadata(table: HoodieTable, what: str, *, secondary_ok: bool = False) -> None:
+    """Refuse (naming why) a change hts cannot reflect in this table's metadata table."""
+    if not has_metadata_table(table):
+        return
+    if table.table_version < 8:
+        raise UnsupportedTableError(
+            f"{table.base_path}: table version {table.table_version} has a metadata table; hts maintains "
+            f"metadata tables of table versions 8 and 9 only, so {what} is refused. Nothing was written."
+        )
+    for partition in enabled_partitions(table):
+        if partition in SUPPORTED_PARTITIONS:
+            continue
+        if secondary_ok and partition.startswith(MetadataPartition.SECONDARY_PREFIX):
+            continue
+        raise UnsupportedTableError(
+            f"{table.base_path}: metadata partition {partition!r} cannot be maintained by hts for {what}; "
+            "refused so that the index does not go stale. Nothing was written."
+        )
+
+
+def _file_name(stat: WriteStat) -> str:
+    return posixpath.basename(stat.path or "")
+
+
+def _record_keys(table: HoodieTable, partition: str, file_name: str) -> list[str]:
+    path = join(table.base_path, partition, file_name)
+    with table.fileio.open_input(path) as f:
+        pf = pq.ParquetFile(f)
+        if "_hoodie_record_key" in pf.schema_arrow.names and table.config.populate_meta_fields is not False:
+            column = pf.read(columns=["_hoodie_record_key"]).column(0)
+            return [str(k) for k in column.to_pylist()]
+        data = pf.read()
+    keygen = key_generator_from_properties(dict(table.config.props))
+    return [str(k) for k in keygen.record_keys(data).to_pylist()]
+
+
+class _Builder:
+    """Collects the updates of one data-table instant, partition by partition."""
+
+    def __init__(self, table: HoodieTable, timeline: ActiveTimeline, instant_time: str) -> None:
+        self.table = table
+        self.timeline = timeline
+        self.instant_time = instant_time
+        self.partitions = enabled_partitions(table)
+        self.updates: dict[str, dict[str, Payload | None]] = {}
+        self._mdt: MetadataTable | None = None
+        self._columns: list[str] | None = None
+
+    @property
+    def mdt(self) -> MetadataTable:
+        if self._mdt is None:
+            self._mdt = MetadataTable.open(self.table, self.timeline)
+        return self._mdt
+
+    def enabled(self, partition: str) -> bool:
+        return partition in self.partitions
+
+    def put(self, partition: str, key: str, payload: Payload | None) -> None:
+        from hoodie.metadata.records import merge_payloads
+
+        bucket = self.updates.setdefault(partition, {})
+        bucket[key] = merge_payloads(bucket.get(key), payload) if key in bucket else payload
+
+    @property
+    def columns(self) -> list[str]:
+        if self._columns is None:
+            from hoodie.metadata.column_stats import indexed_columns
+
+            self._columns = indexed_columns(self.table)
+        return self._columns
+
+    # -- files --------------------------------------------------------------------------------
+    def files_added(self, added: Mapping[str, Mapping[str, int]]) -> None:
+        if not added:
+            return
+        self.put(
+            MetadataPartition.FILES,
+            ALL_PARTITIONS_KEY,
+            files_payload({partition_id(p): (0, False) for p in added}, all_partitions=True),
+        )
+        for partition, files in added.items():
+            entries = {name: (size, False) for name, size in files.items()}
+            self.put(MetadataPartition.FILES, partition_id(partition), files_payload(entries))
+
+    def files_deleted(
+        self, deleted: Mapping[str, Iterable[str]], partitions_deleted: Iterable[str] = ()
+    ) -> None:
+        for partition, names in deleted.items():
+            entries = {name: (0, True) for name in names}
+            if entries:
+                self.put(MetadataPartition.FILES, partition_id(partition), files_payload(entries))
+        gone = {partition_id(p): (0, True) for p in partitions_deleted}
+        if gone:
+            self.put(MetadataPartition.FILES, ALL_PARTITIONS_KEY, files_payload(gone, all_partitions=True))
+
+    # -- column and partition stats -----------------------------------------------------------
+    def stats_added(self, added: Mapping[str, Mapping[str, int]], *, tight: bool) -> None:
+        want_files = self.enabled(MetadataPartition.COLUMN_STATS)
+        want_partitions = self.enabled(MetadataPartition.PARTITION_STATS)
+        if not (want_files or want_partitions) or not added:
+            return
+        from hoodie.metadata.column_stats import file_column_stats, partition_stats
+
+        schema = self.table.latest_schema_json()
+        assert schema is not None
+        for partition, files in added.items():
+            computed: list[dict[str, Any]] = []
+            for name in sorted(files):
+                stats = file_column_stats(
+                    self.table.fileio,
+                    self.table.base_path,
+                    partition,
+                    name,
+                    self.columns,
+                    schema,
+                    table_version=self.table.table_version,
+                )
+                computed.extend(stats)
+                if want_files:
+                    for s in stats:
+                        key = column_stats_key(s["columnName"], partition, name)
+                        self.put(MetadataPartition.COLUMN_STATS, key, column_stats_payload(s))
+            if want_partitions and computed:
+                for s in partition_stats(partition, computed, tight_bound=tight):
+                    key = partition_stats_key(s["columnName"], partition)
+                    self.put(
+                        MetadataPartition.PARTITION_STATS, key, column_stats_payload(s, partition_stats=True)
+                    )
+
+    def stats_deleted(self, deleted: Mapping[str, Iterable[str]]) -> None:
+        if not self.enabled(MetadataPartition.COLUMN_STATS):
+            return
+        from hoodie.metadata.column_stats import tombstone
+
+        for partition, names in deleted.items():
+            for name in names:
+                for column in self.columns:
+                    key = column_stats_key(column, partition, name)
+                    self.put(
+                        MetadataPartition.COLUMN_STATS,
+                        key,
+                        column_stats_payload(
+                            tombstone(partition, name, column, table_version=self.table.table_version)
+                        ),
+                    )
+
+    # -- record index -------------------------------------------------------------------------
+    def locate(self, changes: RecordIndexChanges, instant_time: str) -> None:
+        if not self.enabled(MetadataPartition.RECORD_INDEX):
+            return
+        millis = instant_to_epoch_millis(instant_time, self.table.tz)
+        for key, (partition, file_id) in changes.located.items():
+            payload = record_index_payload(partition, encode_file_id(file_id), millis)
+            self.put(MetadataPartition.RECORD_INDEX, key, payload)
+        for key in changes.deleted:
+            self.put(MetadataPartition.RECORD_INDEX, key, None)
+
+
+def _written_files(metadata: CommitMetadata) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for partition, stats in (metadata.partition_to_write_stats or {}).items():
+        files = out.setdefault(partition, {})
+        for stat in stats:
+            name = _file_name(stat)
+            if not name:
+                continue
+            size = int(stat.file_size_in_bytes or stat.total_write_bytes or 0)
+            files[name] = max(files.get(name, 0), size)
+    return {p: f for p, f in out.items() if f}
+
+
+def _new_file_locations(table: HoodieTable, metadata: CommitMetadata) -> RecordIndexChanges:
+    """Every record of every new base file, at its new file group (clustering moves records)."""
+    changes = RecordIndexChanges()
+    for partition, stats in (metadata.partition_to_write_stats or {}).items():
+        for stat in stats:
+            name = _file_name(stat)
+            if stat.is_log_write or not name.endswith(".parquet") or not stat.file_id:
+                continue
+            for key in _record_keys(table, partition, name):
+                changes.located[key] = (partition, stat.file_id)
+    return changes
+
+
+def metadata_updates(
+    table: HoodieTable,
+    timeline: ActiveTimeline,
+    instant: Instant,
+    payload: bytes,
+    *,
+    record_index: RecordIndexChanges | None = None,
+) -> dict[str, dict[str, Payload | None]]:
+    """The metadata-table updates of data-table ``instant`` completing with ``payload``."""
+    b = _Builder(table, timeline, instant.requested_time)
+    version = table.table_version
+    action = instant.action.completed_action
+    if action in (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT):
+        model = ReplaceCommitMetadata if action is Action.REPLACE_COMMIT else CommitMetadata
+        metadata = model.from_bytes(payload, version)
+        added = _written_files(metadata)
+        b.files_added(added)
+        service = instant.action in (Action.COMPACTION, Action.LOG_COMPACTION, Action.CLUSTERING)
+        b.stats_added(added, tight=service and instant.action is not Action.LOG_COMPACTION)
+        if instant.action is Action.CLUSTERING:
+            b.locate(_new_file_locations(table, metadata), instant.requested_time)
+        elif record_index is not None:
+            b.locate(record_index, instant.requested_time)
+        elif not service and b.enabled(MetadataPartition.RECORD_INDEX):
+            raise UnsupportedTableError(
+                f"{table.base_path}: {instant} needs its record-index changes to update the metadata table"
+            )
+    elif action is Action.CLEAN:
+        clean = CleanMetadata.from_bytes(payload, version)
+        deleted = {
+            p: [posixpath.basename(f) for f in m.success_delete_files]
+            for p, m in clean.partition_metadata.items()
+        }
+        gone = [p for p, m in clean.partition_metadata.items() if m.is_partition_deleted]
+        b.files_deleted(deleted, gone)
+        b.stats_deleted(deleted)
+    elif action is Action.ROLLBACK:
+        # Only files the metadata table lists become tombstones: a failed attempt's files were
+        # never listed (its metadata-table instant was rolled back first), and a retry may write
+        # a file of the same name that must not be hidden by a tombstone applied after it.
+        rollback = RollbackMetadata.from_bytes(payload, version)
+        touched = [p for p, m in rollback.partition_metadata.items() if m.success_delete_files]
+        listed = b.mdt.list_files(touched) if touched else {}
+        deleted = {
+            p: [n for f in m.success_delete_files if (n := posixpath.basename(f)) in listed.get(p, {})]
+            for p, m in rollback.partition_metadata.items()
+        }
+        b.files_deleted({p: names for p, names in deleted.items() if names})
+        b.stats_deleted({p: names for p, names in deleted.items() if names})
+    else:
+        return {}
+    return {p: u for p, u in b.updates.items() if u}
+
+
+def sync_metadata_table(
+    table: HoodieTable,
+    timeline: ActiveTimeline,
+    instant: Instant,
+    payload: bytes,
+    completion_time: Callable[[], str],
+    *,
+    record_index: RecordIndexChanges | None = None,
+) -> Instant | None:
+    """Write the metadata-table deltacommit for ``instant`` (call before completing ``instant``).
+
+    Returns the metadata table's completed instant, or None when the table has no metadata table.
+    """
+    if not has_metadata_table(table):
+        return None
+    require_supported_metadata(
+        table, f"completing {instant}", secondary_ok=instant.action is not Action.DELTA_COMMIT
+    )
+    if instant.action.completed_action is Action.ROLLBACK:
+        rollback = RollbackMetadata.from_bytes(payload, table.table_version)
+        for target in rollback.commits_rollback:
+            rollback_metadata_instant(table, target)
+    updates: Updates = metadata_updates(table, timeline, instant, payload, record_index=record_index)
+    done = MetadataWriter(table).commit(instant.requested_time, updates, completion_time)
+    return done

@@ -1,0 +1,188 @@
+"""Reading a data table's metadata table (``<base>/.hoodie/metadata``).
+
+The metadata table is a merge-on-read table with HFile base files; each record's key is the
+HFile key. A key's value is the merge of its base-file record and the records of every valid log
+block, in order (``records.merge_payloads``); DELETE blocks remove keys.
+
+A log block is valid when its metadata-table instant completed and the data-table instant of the
+same time completed too (or is older than the data table's active timeline): a metadata update
+whose data commit failed is invisible, as it is to Apache Hudi's readers.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from hoodie.config.table_config import METAFOLDER, TableConfig, read_table_properties
+from hoodie.errors import TableNotFoundError
+from hoodie.file_group.file_slice import FileSlice
+from hoodie.file_group.log_block import BlockType
+from hoodie.file_group.view import FileSystemView
+from hoodie.hfile.reader import HFileReader
+from hoodie.io.fileio import join
+from hoodie.metadata.keys import ALL_PARTITIONS_KEY, NON_PARTITIONED_NAME, file_group_index
+from hoodie.metadata.records import (
+    MetadataPartition,
+    Payload,
+    decode_payload,
+    is_live,
+    merge_payloads,
+    parse_writer_schema,
+)
+from hoodie.read.log_scanner import scan_log_blocks
+from hoodie.read.slice_reader import decode_delete_block
+from hoodie.table import HoodieTable
+from hoodie.timeline.instant_time import normalize
+from hoodie.timeline.timeline import ActiveTimeline
+
+log = logging.getLogger(__name__)
+
+__all__ = ["MetadataTable", "metadata_table_path", "open_metadata_table"]
+
+
+def metadata_table_path(data_table: HoodieTable) -> str:
+    return join(data_table.base_path, METAFOLDER, "metadata")
+
+
+def open_metadata_table(data_table: HoodieTable) -> HoodieTable:
+    """The metadata table of ``data_table`` as a table (same storage); raises if there is none."""
+    path = metadata_table_path(data_table)
+    meta = join(path, METAFOLDER)
+    try:
+        props = read_table_properties(data_table.fileio, meta)
+    except FileNotFoundError as e:
+        raise TableNotFoundError(f"{data_table.base_path} has no metadata table at {path}") from e
+    config = TableConfig.from_properties(props, source=join(meta, "hoodie.properties"), metadata_table=True)
+    return HoodieTable(data_table.fileio, path, config)
+
+
+@dataclass
+class MetadataTable:
+    """A read view of a data table's metadata table, consistent with ``data_timeline``."""
+
+    data_table: HoodieTable
+    data_timeline: ActiveTimeline
+    table: HoodieTable
+    timeline: ActiveTimeline
+
+    @classmethod
+    def open(cls, data_table: HoodieTable, data_timeline: ActiveTimeline | None = None) -> MetadataTable:
+        mdt = open_metadata_table(data_table)
+        return cls(data_table, data_timeline or data_table.timeline, mdt, mdt.reload())
+
+    @property
+    def table_version(self) -> int:
+        return self.data_table.table_version
+
+    def view(self) -> FileSystemView:
+        return self.table.file_system_view(timeline=self.timeline)
+
+    def file_slices(self, partition: str) -> list[FileSlice]:
+        """The latest slice of each file group of metadata partition ``partition``, by file id."""
+        return sorted(self.view().latest_file_slices([partition]), key=lambda s: s.file_id)
+
+    def file_group_count(self, partition: str) -> int:
+        return len({s.file_id for s in self.file_slices(partition)})
+
+    def _data_instant_valid(self, ts: str) -> bool:
+        data = self.data_timeline
+        if data.is_completed(ts):
+            return True
+        if ts in data:
+            return False  # pending: the data commit has not completed (or failed)
+        first = data.first()
+        return first is not None and normalize(ts) < normalize(first.requested_time)
+
+    def read_slice(self, file_slice: FileSlice, keys: set[str] | None = None) -> dict[str, Payload | None]:
+        """Merged records of one metadata file slice (None marks a deleted key)."""
+        mdt_view = self.view()
+        fileio = self.table.fileio
+        out: dict[str, Payload | None] = {}
+        version = self.table_version
+
+        def wanted(key: str) -> bool:
+            return keys is None or key in keys
+
+        base = file_slice.base_file_path(self.table.base_path)
+        if base is not None:
+            reader = HFileReader.open(fileio, base)
+            schema = parse_writer_schema(reader.schema) if reader.schema else None
+            items = (
+                reader.items()
+                if keys is None
+                else ((k.encode(), v) for k in sorted(keys) if (v := reader.get(k)) is not None)
+            )
+            for raw_key, value in items:
+                key = raw_key.decode("utf-8")
+                if wanted(key):
+                    out[key] = decode_payload(value, version, schema) if value else None
+
+        def committed(ts: str) -> bool:
+            return mdt_view.is_committed(ts) and self._data_instant_valid(ts)
+
+        blocks = scan_log_blocks(
+            fileio,
+            self.table.base_path,
+            file_slice,
+            is_committed=committed,
+            latest_instant=None,
+            hfile_blocks=True,
+        )
+        for block in blocks:
+            if block.block_type is BlockType.HFILE_DATA:
+                reader = HFileReader.from_log_block(block)
+                schema = parse_writer_schema(block.schema or reader.schema or "")
+                for raw_key, value in reader.items():
+                    key = raw_key.decode("utf-8")
+                    if wanted(key):
+                        newer = decode_payload(value, version, schema) if value else None
+                        out[key] = merge_payloads(out.get(key), newer)
+            elif block.block_type is BlockType.DELETE:
+                for key in decode_delete_block(block, version).keys:
+                    if wanted(key):
+                        out[key] = None
+        return out
+
+    def read_partition(self, partition: str, keys: Iterable[str] | None = None) -> dict[str, Payload]:
+        """Live records of metadata partition ``partition`` (all, or those of ``keys``)."""
+        slices = self.file_slices(partition)
+        if not slices:
+            return {}
+        wanted = set(keys) if keys is not None else None
+        out: dict[str, Payload] = {}
+        if wanted is not None and partition != MetadataPartition.FILES:
+            by_group: dict[int, set[str]] = {}
+            for key in wanted:
+                by_group.setdefault(file_group_index(key, len(slices)), set()).add(key)
+            todo: list[tuple[FileSlice, set[str] | None]] = [(slices[i], ks) for i, ks in by_group.items()]
+        else:
+            todo = [(s, wanted) for s in slices]
+        for file_slice, ks in todo:
+            for key, payload in self.read_slice(file_slice, ks).items():
+                if is_live(payload):
+                    assert payload is not None
+                    out[key] = payload
+        return out
+
+    # -- the files partition -------------------------------------------------------------------
+    def all_partitions(self) -> list[str]:
+        """Data partitions the metadata table lists (``""`` for a non-partitioned table)."""
+        record = self.read_partition(MetadataPartition.FILES, [ALL_PARTITIONS_KEY]).get(ALL_PARTITIONS_KEY)
+        if record is None:
+            return []
+        names = [n for n, info in (record["filesystemMetadata"] or {}).items() if not info["isDeleted"]]
+        return sorted("" if n == NON_PARTITIONED_NAME else n for n in names)
+
+    def list_files(self, partitions: Iterable[str] | None = None) -> dict[str, dict[str, int]]:
+        """Data partition -> {file name: size} of live files, as the metadata table records them."""
+        wanted = list(partitions) if partitions is not None else self.all_partitions()
+        keys = [p or NON_PARTITIONED_NAME for p in wanted]
+        records = self.read_partition(MetadataPartition.FILES, keys)
+        out: dict[str, dict[str, int]] = {}
+        for partition, key in zip(wanted, keys, strict=True):
+            record = records.get(key)
+            files = (record or {}).get("filesystemMetadata") or {}
+            out[partition] = {n: int(i["size"]) for n, i in files.items() if not i["isDeleted"]}
+        return out
