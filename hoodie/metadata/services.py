@@ -1,0 +1,682 @@
+"""The metadata table's own table services: compaction, clean and archival, by Apache Hudi 1.x's rules.
+
+Hudi runs them on the metadata table (MDT) after a data-table commit, in this order
+(``HoodieBackedTableMetadataWriter.performTableServices``): finish a pending MDT compaction, clean,
+schedule and run a compaction when due, archive. The MDT shares the data table's lock and instant
+times. The rules, with their Hudi sources:
+
+* **Compaction is due** after ``hoodie.metadata.compact.max.delta.commits`` (default 10) delta
+  commits since the last completed compaction: those that completed after its requested time, or
+  are still pending (``CompactionUtils.getDeltaCommitsSinceLatestCompaction``). Every file slice
+  with log files is compacted (``UnBoundedCompactionStrategy``).
+* **Compaction instant time** (``compactIfNecessary``): if a data-table instant is pending but its
+  MDT delta commit completed (a writer died between the two), the compaction is requested one
+  millisecond before the first such instant, so that it can still be rolled back; otherwise at a
+  new instant time. No compaction is scheduled when the MDT already has an instant at that time
+  (the same failed instant keeps blocking), nor, in hts, when it is not after the latest MDT
+  compaction. Pending data instants do not otherwise block: Hudi 0.x refused to compact while a
+  data instant older than the latest MDT delta commit was pending; 1.x dropped that rule.
+* **Plan**: a slice's log files go into the plan only if their delta commit completed before the
+  compaction instant (``BaseHoodieCompactionPlanGenerator``); later ones belong to the new slice.
+  Executing merges the base file and the valid log blocks (``MetadataTable.read_slice``) into a new
+  base HFile named with the compaction instant: keys sorted, values with ``_hoodie_file_name`` set,
+  file info ``schema``, ``bloomFilterTypeCode``, ``minRecordKey``, ``maxRecordKey`` and a
+  ``bloomFilter`` meta block. It completes as ``T_C.commit`` with ``compacted=true`` and
+  ``operationType=COMPACT``.
+* **Clean** (``cleanIfNecessary``, ``HoodieMetadataWriteUtils.createMetadataWriteConfig``): not
+  before three MDT instants completed after the latest compaction (readers may still be on the
+  old slice); the data table's cleaner policy with more retention: KEEP_LATEST_COMMITS keeps
+  ``max(20, 1.2 x commits)``, KEEP_LATEST_FILE_VERSIONS ``ceil(1.2 x versions)``, KEEP_LATEST_BY_HOURS
+  ``ceil(1.2 x hours)``; it runs whenever a commit completed since the last clean.
+* **Archival** (``TimelineArchiverV2``, ``TimelineUtils.getEarliestInstantForMetadataArchival``):
+  the data table's ``hoodie.keep.min/max.commits`` plus one, the MDT compaction trigger, and
+  nothing at or after the data table's earliest active commit (of any state) or earliest pending
+  instant of any action: MDT readers check log blocks against the data table's active timeline.
+
+Each function opens the MDT itself and takes the table lock for short sections only: call them
+without holding it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import logging
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from hoodie.bloom import BloomFilterTypeCode, create_bloom_filter
+from hoodie.errors import TableServiceError, UnsupportedTableError
+from hoodie.file_group.base_file import BaseFile
+from hoodie.file_group.file_slice import FileSlice
+from hoodie.file_group.log_block import BlockType
+from hoodie.file_group.log_file import LogFile
+from hoodie.file_group.view import FileSystemView
+from hoodie.hfile.reader import HFileReader
+from hoodie.hfile.writer import write_hfile
+from hoodie.io.fileio import join
+from hoodie.metadata.records import (
+    Payload,
+    encode_payload,
+    header_schema_json,
+    is_live,
+    plain_metadata_schema_json,
+)
+from hoodie.metadata.sync import has_metadata_table
+from hoodie.metadata.table import MetadataTable, open_metadata_table
+from hoodie.models.clean import CleaningPolicy
+from hoodie.models.commit import CommitMetadata, RuntimeStats, WriteStat
+from hoodie.models.compaction import CompactionOperation, CompactionPlan
+from hoodie.read.log_scanner import ScanStats, scan_log_blocks
+from hoodie.read.slice_reader import decode_delete_block
+from hoodie.services.archival import ArchivalPolicy, execute_archival, plan_archival
+from hoodie.services.base import (
+    ExecutionResult,
+    LocalRunner,
+    Runner,
+    ServiceContext,
+    Task,
+    TaskResult,
+    crash_point,
+)
+from hoodie.services.claim import claim_instant, require_pending
+from hoodie.services.clean import CleanPolicy, CleanTrigger, execute_clean, schedule_clean
+from hoodie.services.compaction import TriggerStrategy, slice_of
+from hoodie.services.options import int_option
+from hoodie.services.slice_tasks import require_files, stats_by_partition
+from hoodie.table import HoodieTable
+from hoodie.timeline.instant import Action, Instant, State
+from hoodie.timeline.instant_time import format_instant_time, normalize, parse_instant_time
+from hoodie.timeline.timeline import ActiveTimeline, Timeline
+from hoodie.transaction.lock import locked
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "MetadataTablePolicy",
+    "archive_metadata_table",
+    "clean_metadata_table",
+    "compact_metadata_file_group",
+    "compact_metadata_table",
+    "compaction_instant_time",
+    "deltacommits_since_last_compaction",
+    "earliest_data_instant_to_keep",
+    "maintain_metadata_table",
+    "metadata_service_context",
+    "plan_metadata_compaction",
+]
+
+MAX_DELTA_COMMITS_KEY = "hoodie.metadata.compact.max.delta.commits"
+DEFAULT_MAX_DELTA_COMMITS = 10
+MIN_CLEANER_COMMITS_RETAINED = 20
+"""``HoodieMetadataConfig.DEFAULT_METADATA_CLEANER_COMMITS_RETAINED``: the MDT keeps at least this many."""
+CLEANER_RETENTION_FACTOR = 1.2
+INSTANTS_BEFORE_CLEAN = 3
+"""Completed MDT instants needed after the latest compaction before the MDT is cleaned."""
+
+BLOOM_NUM_ENTRIES = 10_000
+BLOOM_FPP = 1e-9
+BLOOM_MAX_ENTRIES = 100_000
+"""Bloom filter sizing of Hudi's base HFiles (10000 entries at 1e-9 decode from the fixtures)."""
+
+_MB = 1024 * 1024
+_MAX_BASE_FILE_BYTES = 120 * _MB
+"""``hoodie.parquet.max.file.size``: Hudi's write-size estimate for a slice without a base file."""
+
+
+# -- policy -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MetadataTablePolicy:
+    """How the MDT services run: :meth:`from_options` derives it from the data table's Hudi keys,
+    as Hudi derives the MDT's write config (``HoodieMetadataWriteUtils.createMetadataWriteConfig``)."""
+
+    max_delta_commits: int
+    clean: CleanPolicy
+    archival: ArchivalPolicy
+    instants_before_clean: int = INSTANTS_BEFORE_CLEAN
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, str]) -> MetadataTablePolicy:
+        max_deltas = int_option(options, MAX_DELTA_COMMITS_KEY, DEFAULT_MAX_DELTA_COMMITS, 1)
+        data_clean = CleanPolicy.from_options(options)
+        clean = CleanPolicy(policy=data_clean.policy, trigger=CleanTrigger.NUM_COMMITS, max_commits=1)
+        if data_clean.policy is CleaningPolicy.KEEP_LATEST_COMMITS:
+            retained = max(
+                MIN_CLEANER_COMMITS_RETAINED, int(data_clean.commits_retained * CLEANER_RETENTION_FACTOR)
+            )
+            clean = dataclasses.replace(clean, commits_retained=retained)
+        elif data_clean.policy is CleaningPolicy.KEEP_LATEST_FILE_VERSIONS:
+            versions = math.ceil(data_clean.file_versions_retained * CLEANER_RETENTION_FACTOR)
+            clean = dataclasses.replace(clean, file_versions_retained=versions)
+        else:
+            hours = math.ceil(data_clean.hours_retained * CLEANER_RETENTION_FACTOR)
+            clean = dataclasses.replace(clean, hours_retained=hours)
+        data_archival = ArchivalPolicy.from_options(options)
+        archival = ArchivalPolicy(
+            min_commits=data_archival.min_commits + 1,
+            max_commits=data_archival.max_commits + 1,
+            cleaner_policy=clean.policy,
+            cleaner_commits_retained=clean.commits_retained,
+            cleaner_hours_retained=clean.hours_retained,
+            compaction_trigger=TriggerStrategy.NUM_COMMITS,
+            compaction_max_delta_commits=max_deltas,
+        )
+        return cls(max_delta_commits=max_deltas, clean=clean, archival=archival)
+
+
+def metadata_service_context(data_table: HoodieTable, ctx: ServiceContext) -> ServiceContext:
+    """A context for the MDT of ``data_table``: the data table's lock, instant times and heartbeats."""
+    if data_table.table_version < 8:
+        raise UnsupportedTableError(
+            f"{data_table.base_path}: table version {data_table.table_version} has a metadata table; "
+            "hts runs metadata-table services on table versions 8 and 9 only"
+        )
+    return ServiceContext(
+        table=open_metadata_table(data_table),
+        lock=ctx.table_lock,
+        time_source=ctx,
+        storage_options=ctx.storage_options,
+        heartbeat=ctx.heartbeat,
+        lock_timeout_s=ctx.lock_timeout_s,
+    )
+
+
+# -- compaction: scheduling ---------------------------------------------------------------------
+
+
+def deltacommits_since_last_compaction(timeline: Timeline) -> int:
+    """Delta commits completed after the last completed compaction was requested, plus pending ones."""
+    last = timeline.completed().actions(Action.COMMIT).last()
+    deltas = timeline.actions(Action.DELTA_COMMIT)
+    if last is None:
+        return len(deltas)
+    mark = normalize(last.requested_time)
+    return sum(
+        1
+        for i in deltas
+        if normalize(i.completion_time or i.requested_time) > mark and i.requested_time != last.requested_time
+    )
+
+
+def _minus_one_milli(instant_time: str, tz: dt.tzinfo) -> str:
+    return format_instant_time(parse_instant_time(instant_time, tz) - dt.timedelta(milliseconds=1), tz)
+
+
+def compaction_instant_time(
+    ctx: ServiceContext, data_timeline: Timeline, mdt_timeline: Timeline, tz: dt.tzinfo
+) -> tuple[str, Instant | None]:
+    """Hudi's MDT compaction time, and the pending data instant that bounded it (call with the lock).
+
+    One millisecond before the first data instant that is pending although its MDT delta commit
+    completed; otherwise a new instant time.
+    """
+    completed = {normalize(i.requested_time) for i in mdt_timeline.completed()}
+    bound = data_timeline.pending().filter(lambda i: normalize(i.requested_time) in completed).first()
+    if bound is not None:
+        return _minus_one_milli(bound.requested_time, tz), bound
+    return ctx.new_instant_time(lock_held=True), None
+
+
+def _operation(file_slice: FileSlice, logs: Sequence[LogFile]) -> CompactionOperation:
+    """A plan entry with the metrics Hudi's compaction strategies record."""
+    log_size = sum(int(lf.size) for lf in logs)
+    base_size = file_slice.base_file.size if file_slice.base_file else 0
+    io_read = (base_size + log_size) // _MB
+    io_write = (base_size if file_slice.base_file else _MAX_BASE_FILE_BYTES) // _MB
+    return CompactionOperation(
+        base_instant_time=file_slice.base_instant_time,
+        delta_file_paths=[lf.name for lf in logs],
+        data_file_path=file_slice.base_file.name if file_slice.base_file else None,
+        file_id=file_slice.file_id,
+        partition_path=file_slice.partition_path,
+        metrics={
+            "TOTAL_LOG_FILES": float(len(logs)),
+            "TOTAL_IO_MB": float(io_read + io_write),
+            "TOTAL_IO_READ_MB": float(io_read),
+            "TOTAL_LOG_FILES_SIZE": float(log_size),
+            "TOTAL_IO_WRITE_MB": float(io_write),
+        },
+        bootstrap_file_path=None,
+    )
+
+
+def _completed_before(view: FileSystemView, ts: str, instant_time: str) -> bool:
+    done = view.completion_time(ts)
+    return done is not None and normalize(done) < normalize(instant_time)
+
+
+def plan_metadata_compaction(
+    mdt: HoodieTable, timeline: ActiveTimeline, instant_time: str
+) -> CompactionPlan | None:
+    """Every latest MDT slice with log files whose delta commit completed before ``instant_time``."""
+    view = mdt.file_system_view(timeline=timeline)
+    busy = set(mdt.pending_compaction_operations(timeline)) | set(
+        mdt.pending_clustering_file_groups(timeline)
+    )
+    ops: list[CompactionOperation] = []
+    for file_slice in view.latest_file_slices():
+        if file_slice.group_id in busy:
+            continue
+        logs = [lf for lf in file_slice.log_files if _completed_before(view, lf.instant_time, instant_time)]
+        if logs:
+            ops.append(_operation(file_slice, logs))
+    if not ops:
+        return None
+    ops.sort(key=lambda op: (op.partition_path or "", op.file_id or ""))
+    return CompactionPlan(
+        operations=ops,
+        extra_metadata={},
+        strategy=None,
+        preserve_hoodie_metadata=False,
+        missing_schedule_partitions=[],
+    )
+
+
+def _schedule_compaction(
+    data_table: HoodieTable, ctx: ServiceContext, mdt: HoodieTable, policy: MetadataTablePolicy, force: bool
+) -> str | None:
+    """Write ``T.compaction.requested`` on the MDT when due and allowed (call with the table lock)."""
+    where = f"{data_table.base_path}: metadata table"
+    timeline = mdt.reload()
+    if timeline.pending_log_compaction():
+        log.info(
+            "%s: not compacting while log compaction %s is pending",
+            where,
+            timeline.pending_log_compaction().first(),
+        )
+        return None
+    deltas = deltacommits_since_last_compaction(timeline)
+    if deltas == 0 or (not force and deltas < policy.max_delta_commits):
+        log.debug("%s: compaction not due (%d of %d delta commits)", where, deltas, policy.max_delta_commits)
+        return None
+    instant_time, bound = compaction_instant_time(ctx, data_table.reload(), timeline, data_table.tz)
+    last = timeline.filter(lambda i: i.action in (Action.COMMIT, Action.COMPACTION)).last()
+    if instant_time in timeline or (
+        last is not None and normalize(instant_time) <= normalize(last.requested_time)
+    ):
+        why = (
+            f"data instant {bound.requested_time} is pending although its metadata commit completed "
+            "(roll it back); "
+            if bound is not None
+            else ""
+        )
+        log.info(
+            "%s: compaction blocked: %scompaction time %s is taken or not after the latest compaction %s",
+            where,
+            why,
+            instant_time,
+            last.requested_time if last is not None else "-",
+        )
+        return None
+    plan = plan_metadata_compaction(mdt, timeline, instant_time)
+    if plan is None:
+        log.info("%s: no log files completed before %s; nothing to compact", where, instant_time)
+        return None
+    timeline.create_requested(
+        Instant(instant_time, Action.COMPACTION, State.REQUESTED), plan.to_bytes(mdt.table_version)
+    )
+    log.info(
+        "%s: scheduled compaction %s of %d file slice(s) after %d delta commits%s%s",
+        where,
+        instant_time,
+        len(plan.operations or ()),
+        deltas,
+        " (forced)" if force and deltas < policy.max_delta_commits else "",
+        f", bounded by pending data instant {bound.requested_time}" if bound else "",
+    )
+    return instant_time
+
+
+# -- compaction: execution ----------------------------------------------------------------------
+
+
+def _base_hfile(records: Mapping[str, Payload], file_name: str, table_version: int) -> bytes:
+    """A base HFile as Hudi writes one: sorted keys, file info and a ``bloomFilter`` meta block."""
+    keys = sorted(records, key=lambda k: k.encode("utf-8"))
+    bloom = create_bloom_filter(
+        BLOOM_NUM_ENTRIES, BLOOM_FPP, BloomFilterTypeCode.DYNAMIC_V0, BLOOM_MAX_ENTRIES
+    )
+    if keys:
+        bloom.add_all(keys)
+    return write_hfile(
+        ((k, encode_payload(records[k], table_version, file_name=file_name)) for k in keys),
+        file_info={
+            "schema": header_schema_json(table_version).encode(),
+            "bloomFilterTypeCode": bloom.type_code.value.encode(),
+            "minRecordKey": keys[0].encode() if keys else b"",
+            "maxRecordKey": keys[-1].encode() if keys else b"",
+        },
+        meta_blocks={"bloomFilter": bloom.serialize().encode()},
+        create_time_ms=time.time_ns() // 1_000_000,
+    )
+
+
+def _hfile_keys(reader: HFileReader) -> list[str]:
+    return [k.decode("utf-8") for k, _ in reader.items()]
+
+
+def _log_counts(mdt: MetadataTable, file_slice: FileSlice, stats: ScanStats) -> tuple[int, set[str]]:
+    """Records, and distinct keys, in the slice's committed log blocks (for the write stat)."""
+    records = 0
+    seen: set[str] = set()
+    view = mdt.view()
+    blocks = scan_log_blocks(
+        mdt.table.fileio,
+        mdt.table.base_path,
+        file_slice,
+        is_committed=view.is_committed,
+        latest_instant=None,
+        stats=stats,
+        hfile_blocks=True,
+    )
+    for block in blocks:
+        if block.block_type is BlockType.HFILE_DATA:
+            reader = HFileReader.from_log_block(block)
+            keys = _hfile_keys(reader)
+        elif block.block_type is BlockType.DELETE:
+            keys = list(decode_delete_block(block, mdt.table_version).keys)
+        else:
+            continue
+        records += len(keys)
+        seen.update(keys)
+    return records, seen
+
+
+def compact_metadata_file_group(task: Task) -> TaskResult:
+    """Executor side: merge one MDT file slice into a new base HFile; returns its write stat."""
+    started = time.monotonic()
+    data_table = HoodieTable.open(str(task["table_uri"]), **dict(task.get("storage_options") or {}))
+    mdt = MetadataTable.open(data_table, data_table.reload())
+    instant_time = str(task["instant_time"])
+    op = CompactionOperation.from_avro(task["operation"])
+    file_slice = slice_of(op)
+    fileio, base_path = mdt.table.fileio, mdt.table.base_path
+    require_files(fileio, file_slice.file_paths(base_path), f"metadata compaction {instant_time}")
+    merged = mdt.read_slice(file_slice)
+    base_keys: set[str] = set()
+    base_path_of_slice = file_slice.base_file_path(base_path)
+    if base_path_of_slice is not None:
+        base_keys = set(_hfile_keys(HFileReader.open(fileio, base_path_of_slice)))
+    stats = ScanStats()
+    log_records, log_keys = _log_counts(mdt, file_slice, stats)
+    scan_ms = int((time.monotonic() - started) * 1000)
+    live = {k: p for k, p in merged.items() if p is not None and is_live(p)}  # Hudi drops deletes
+    new = BaseFile(file_slice.file_id, str(task["write_token"]), instant_time, "hfile")
+    data = _base_hfile(live, new.name, mdt.table_version)
+    fileio.write_bytes(join(base_path, file_slice.partition_path, new.name), data)
+    crash_point("metadata_compaction.task_after_write")
+    updated = sum(1 for k in live if k in base_keys and k in log_keys)
+    stat = WriteStat(
+        file_id=file_slice.file_id,
+        path=join(file_slice.partition_path, new.name),
+        prev_commit=file_slice.base_file.commit_time if file_slice.base_file else "null",
+        num_writes=len(live),
+        num_deletes=len((base_keys | log_keys) - live.keys()),
+        num_update_writes=updated,
+        total_write_bytes=len(data),
+        total_write_errors=0,
+        partition_path=file_slice.partition_path,
+        total_log_records=log_records,
+        total_updated_records_compacted=len(log_keys),
+        num_inserts=len(live) - updated,
+        total_log_blocks=stats.total_log_blocks,
+        total_corrupt_log_block=stats.total_corrupt_blocks,
+        total_rollback_blocks=stats.total_rollback_blocks,
+        file_size_in_bytes=len(data),
+        prev_base_file=file_slice.base_file.name if file_slice.base_file else None,
+        runtime_stats=RuntimeStats(
+            total_scan_time=scan_ms,
+            total_create_time=0,
+            total_upsert_time=int((time.monotonic() - started) * 1000),
+        ),
+        total_log_files_compacted=len(file_slice.log_files),
+        total_log_read_time_ms=scan_ms,
+        total_log_size_compacted=stats.total_log_size,
+        num_updates=0,
+    )
+    return {"write_stat": stat.to_avro()}
+
+
+def _outputs(mdt: HoodieTable, instant_time: str, ops: Sequence[CompactionOperation]) -> list[str]:
+    """Paths of base files an attempt of compaction ``instant_time`` wrote (complete or torn)."""
+    wanted = {(op.partition_path or "", op.file_id or "") for op in ops}
+    out = []
+    for partition in sorted({p for p, _ in wanted}):
+        for entry in mdt.fileio.list_dir(join(mdt.base_path, partition)):
+            base = BaseFile.parse(entry.name)
+            if base is not None and base.commit_time == instant_time and (partition, base.file_id) in wanted:
+                out.append(entry.path)
+    return out
+
+
+def _missing_inputs(mdt: HoodieTable, slices: Sequence[FileSlice]) -> list[str]:
+    return [p for s in slices for p in s.file_paths(mdt.base_path) if mdt.fileio.info(p) is None]
+
+
+def _abandon(
+    mctx: ServiceContext, instant_time: str, ops: Sequence[CompactionOperation], missing: list[str]
+) -> None:
+    """Drop a compaction whose inputs were rolled back meanwhile: its outputs, then its instant."""
+    mdt = mctx.table
+    log.warning(
+        "%s: abandoning compaction %s: %d input file(s) are gone (rolled back), e.g. %s",
+        mdt.base_path,
+        instant_time,
+        len(missing),
+        missing[0],
+    )
+    for path in _outputs(mdt, instant_time, ops):
+        mdt.fileio.delete(path)
+    with locked(mctx.table_lock, mctx.lock_timeout_s):
+        mdt.reload().delete_instant(instant_time, Action.COMPACTION)
+
+
+def _execute_compaction(
+    data_table: HoodieTable, ctx: ServiceContext, mctx: ServiceContext, instant_time: str, runner: Runner
+) -> Instant | None:
+    """Run the MDT compaction plan at ``instant_time`` (requested, or an interrupted inflight one)."""
+    mdt = mctx.table
+    timeline = require_pending(mctx, instant_time, Action.COMPACTION, "metadata compaction")
+    plan = mdt.compaction_plan(instant_time, timeline)
+    ops = list(plan.operations or ())
+    slices = [slice_of(op) for op in ops]
+    missing = _missing_inputs(mdt, slices)
+    if missing:
+        _abandon(mctx, instant_time, ops, missing)
+        return None
+
+    def undo(instant: Instant) -> None:
+        for path in _outputs(mdt, instant_time, ops):
+            mdt.fileio.delete(path)
+        mdt.reload().delete_state(instant_time, State.INFLIGHT, Action.COMPACTION)
+
+    with claim_instant(mctx, instant_time, Action.COMPACTION, "metadata compaction", undo=undo) as claim:
+        if claim.instant.is_inflight:
+            log.info("%s: re-running interrupted compaction %s", mdt.base_path, instant_time)
+            for path in _outputs(mdt, instant_time, ops):
+                mdt.fileio.delete(path)
+            inflight = claim.instant
+        else:
+            inflight = mdt.reload().transition_to_inflight(
+                Instant(instant_time, Action.COMPACTION, State.REQUESTED)
+            )
+        crash_point("metadata_compaction.after_inflight")
+        base = {
+            "table_uri": data_table.uri() if data_table.fileio.scheme != "file" else data_table.base_path,
+            "storage_options": dict(ctx.storage_options),
+            "instant_time": instant_time,
+        }
+        tasks = [{**base, "operation": op.to_avro(), "write_token": f"{i}-0-{i}"} for i, op in enumerate(ops)]
+        results = runner.run(
+            compact_metadata_file_group, tasks, f"metadata compaction {instant_time} of {data_table.name}"
+        )
+        stats = [WriteStat.from_avro(r["write_stat"]) for r in results]
+        metadata = CommitMetadata(
+            partition_to_write_stats=stats_by_partition(stats),
+            compacted=True,
+            extra_metadata={"schema": plain_metadata_schema_json(mdt.table_version)},
+            version=None,
+            operation_type="COMPACT",
+        )
+        crash_point("metadata_compaction.before_complete")
+
+        def inputs_still_there(_: ActiveTimeline) -> None:
+            gone = _missing_inputs(mdt, slices)
+            if gone:
+                raise TableServiceError(
+                    f"{mdt.base_path}: compaction {instant_time} read {gone[0]}, which was rolled back "
+                    "meanwhile; not completing it"
+                )
+
+        done = mctx.complete(inflight, metadata.to_bytes(mdt.table_version), inputs_still_there)
+    log.info("%s: completed compaction %s (%d file groups)", mdt.base_path, done, len(stats))
+    return done
+
+
+def compact_metadata_table(
+    data_table: HoodieTable,
+    ctx: ServiceContext,
+    *,
+    force: bool = False,
+    policy: MetadataTablePolicy | None = None,
+    runner: Runner | None = None,
+) -> Instant | None:
+    """Finish a pending MDT compaction, or schedule one when due (``force``: whatever the delta
+    commit count) and allowed, and run it. Returns the completed ``commit``, or None."""
+    if not has_metadata_table(data_table):
+        return None
+    mctx = metadata_service_context(data_table, ctx)
+    policy = policy or MetadataTablePolicy.from_options(ctx.options)
+    with locked(ctx.table_lock, ctx.lock_timeout_s):
+        pending = mctx.table.reload().pending_compaction().first()
+        if pending is not None:
+            instant_time: str | None = pending.requested_time
+            log.info("%s: resuming pending compaction %s", mctx.table.base_path, instant_time)
+        else:
+            instant_time = _schedule_compaction(data_table, ctx, mctx.table, policy, force)
+    if instant_time is None:
+        return None
+    return _execute_compaction(data_table, ctx, mctx, instant_time, runner or LocalRunner())
+
+
+# -- clean --------------------------------------------------------------------------------------
+
+
+def clean_metadata_table(
+    data_table: HoodieTable,
+    ctx: ServiceContext,
+    *,
+    force: bool = False,
+    policy: MetadataTablePolicy | None = None,
+    runner: Runner | None = None,
+) -> ExecutionResult | None:
+    """Delete MDT file slices outside the MDT cleaner's retention (``hoodie.services.clean`` on the MDT).
+
+    A pending MDT clean runs first. Otherwise nothing happens until three MDT instants completed
+    after the latest compaction; ``force`` skips that wait and the commit trigger.
+    """
+    if not has_metadata_table(data_table):
+        return None
+    mctx = metadata_service_context(data_table, ctx)
+    policy = policy or MetadataTablePolicy.from_options(ctx.options)
+    runner = runner or LocalRunner()
+    mdt = mctx.table
+    timeline = mdt.reload()
+    pending = timeline.pending().actions(Action.CLEAN).first()
+    if pending is not None:
+        return execute_clean(mctx, pending.requested_time, runner)
+    clean_policy = dataclasses.replace(policy.clean, trigger=None) if force else policy.clean
+    last = timeline.completed().actions(Action.COMMIT).last()
+    since = len(timeline.completed().after(last.requested_time)) if last is not None else None
+    if not force and since is not None and since < policy.instants_before_clean:
+        log.debug("%s: not cleaning: %d instant(s) since compaction %s", mdt.base_path, since, last)
+        return None
+    scheduled = schedule_clean(mctx, clean_policy)
+    if scheduled is None or scheduled.instant_time is None:
+        return None
+    return execute_clean(mctx, scheduled.instant_time, runner)
+
+
+# -- archival -----------------------------------------------------------------------------------
+
+
+_DATA_COMMITS = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.CLUSTERING)
+
+
+def earliest_data_instant_to_keep(
+    data_timeline: Timeline, *, beyond_savepoint: bool = False
+) -> Instant | None:
+    """The earlier of the data table's first commit (any state; with ``beyond_savepoint`` the first
+    that is not savepointed) and its first pending instant of any action: MDT instants at or after
+    it stay on the active timeline."""
+    commits = data_timeline.actions(*_DATA_COMMITS)
+    if beyond_savepoint:
+        saved = {i.requested_time for i in data_timeline.actions(Action.SAVEPOINT)}
+        commits = commits.filter(lambda i: i.requested_time not in saved)
+    candidates = [i for i in (commits.first(), data_timeline.pending().first()) if i is not None]
+    return min(candidates, key=lambda i: normalize(i.requested_time), default=None)
+
+
+def archive_metadata_table(
+    data_table: HoodieTable, ctx: ServiceContext, *, policy: MetadataTablePolicy | None = None
+) -> ExecutionResult | None:
+    """Archive MDT instants (``hoodie.services.archival`` on the MDT) that lie before the data
+    table's :func:`earliest_data_instant_to_keep`. Returns what was archived, or None."""
+    if not has_metadata_table(data_table):
+        return None
+    mctx = metadata_service_context(data_table, ctx)
+    policy = policy or MetadataTablePolicy.from_options(ctx.options)
+    mdt = mctx.table
+    with locked(ctx.table_lock, ctx.lock_timeout_s):
+        keep_from = earliest_data_instant_to_keep(
+            data_table.reload(), beyond_savepoint=policy.archival.beyond_savepoint
+        )
+        plan = plan_archival(mdt, policy.archival, mdt.reload())
+    if plan is None:
+        return None
+    commits = [
+        i
+        for i in plan.instants
+        if Action(i.action) in (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT)
+        and (keep_from is None or normalize(i.requested_time) < normalize(keep_from.requested_time))
+    ]
+    if not commits:
+        log.debug(
+            "%s: nothing to archive before the data table's earliest instant %s", mdt.base_path, keep_from
+        )
+        return None
+    # The bound only moves forward (new data instants are later), so re-planning under the lock
+    # inside execute_archival archives exactly these commits and the cleans and rollbacks before them.
+    return execute_archival(mctx, commits[-1].requested_time, policy.archival)
+
+
+# -- all of them --------------------------------------------------------------------------------
+
+
+def maintain_metadata_table(
+    ctx: ServiceContext, *, policy: MetadataTablePolicy | None = None, runner: Runner | None = None
+) -> dict[str, Any]:
+    """Run the MDT services of ``ctx.table`` that are due, in Hudi's order: a pending compaction,
+    clean, compaction, archival. Returns ``{"compaction": T | None, "clean": T | None,
+    "archived": [T, ...]}`` (empty when the table has no metadata table)."""
+    data_table = ctx.table
+    if not has_metadata_table(data_table):
+        return {}
+    policy = policy or MetadataTablePolicy.from_options(ctx.options)
+    runner = runner or LocalRunner()
+    compacted: Instant | None = None
+    if open_metadata_table(data_table).reload().pending_compaction():
+        compacted = compact_metadata_table(data_table, ctx, policy=policy, runner=runner)
+    cleaned = clean_metadata_table(data_table, ctx, policy=policy, runner=runner)
+    compacted = compact_metadata_table(data_table, ctx, policy=policy, runner=runner) or compacted
+    archived = archive_metadata_table(data_table, ctx, policy=policy)
+    return {
+        "compaction": compacted.requested_time if compacted else None,
+        "clean": cleaned.instant.requested_time if cleaned else None,
+        "archived": list(archived.details.get("archived_instants", [])) if archived else [],
+    }
