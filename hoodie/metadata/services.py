@@ -53,7 +53,6 @@ from hoodie.errors import TableServiceError, UnsupportedTableError
 from hoodie.file_group.base_file import BaseFile
 from hoodie.file_group.file_slice import FileSlice
 from hoodie.file_group.log_block import BlockType
-from hoodie.file_group.log_file import LogFile
 from hoodie.file_group.view import FileSystemView
 from hoodie.hfile.reader import HFileReader
 from hoodie.hfile.writer import write_hfile
@@ -84,7 +83,7 @@ from hoodie.services.base import (
 )
 from hoodie.services.claim import claim_instant, require_pending
 from hoodie.services.clean import CleanPolicy, CleanTrigger, execute_clean, schedule_clean
-from hoodie.services.compaction import TriggerStrategy, slice_of
+from hoodie.services.compaction import TriggerStrategy, compaction_operation, compaction_plan, slice_of
 from hoodie.services.options import int_option
 from hoodie.services.slice_tasks import require_files, stats_by_partition
 from hoodie.table import HoodieTable
@@ -222,29 +221,6 @@ def compaction_instant_time(
     return ctx.new_instant_time(lock_held=True), None
 
 
-def _operation(file_slice: FileSlice, logs: Sequence[LogFile]) -> CompactionOperation:
-    """A plan entry with the metrics Hudi's compaction strategies record."""
-    log_size = sum(int(lf.size) for lf in logs)
-    base_size = file_slice.base_file.size if file_slice.base_file else 0
-    io_read = (base_size + log_size) // _MB
-    io_write = (base_size if file_slice.base_file else _MAX_BASE_FILE_BYTES) // _MB
-    return CompactionOperation(
-        base_instant_time=file_slice.base_instant_time,
-        delta_file_paths=[lf.name for lf in logs],
-        data_file_path=file_slice.base_file.name if file_slice.base_file else None,
-        file_id=file_slice.file_id,
-        partition_path=file_slice.partition_path,
-        metrics={
-            "TOTAL_LOG_FILES": float(len(logs)),
-            "TOTAL_IO_MB": float(io_read + io_write),
-            "TOTAL_IO_READ_MB": float(io_read),
-            "TOTAL_LOG_FILES_SIZE": float(log_size),
-            "TOTAL_IO_WRITE_MB": float(io_write),
-        },
-        bootstrap_file_path=None,
-    )
-
-
 def _completed_before(view: FileSystemView, ts: str, instant_time: str) -> bool:
     done = view.completion_time(ts)
     return done is not None and normalize(done) < normalize(instant_time)
@@ -264,17 +240,8 @@ def plan_metadata_compaction(
             continue
         logs = [lf for lf in file_slice.log_files if _completed_before(view, lf.instant_time, instant_time)]
         if logs:
-            ops.append(_operation(file_slice, logs))
-    if not ops:
-        return None
-    ops.sort(key=lambda op: (op.partition_path or "", op.file_id or ""))
-    return CompactionPlan(
-        operations=ops,
-        extra_metadata={},
-        strategy=None,
-        preserve_hoodie_metadata=False,
-        missing_schedule_partitions=[],
-    )
+            ops.append(compaction_operation(file_slice, logs, bytes_without_base=_MAX_BASE_FILE_BYTES))
+    return compaction_plan(ops)
 
 
 def _schedule_compaction(

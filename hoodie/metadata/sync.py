@@ -39,6 +39,7 @@ from hoodie.metadata.records import (
     Payload,
     column_stats_payload,
     files_payload,
+    merge_payloads,
     record_index_payload,
 )
 from hoodie.metadata.table import MetadataTable
@@ -144,8 +145,6 @@ class _Builder:
         return partition in self.partitions
 
     def put(self, partition: str, key: str, payload: Payload | None) -> None:
-        from hoodie.metadata.records import merge_payloads
-
         bucket = self.updates.setdefault(partition, {})
         bucket[key] = merge_payloads(bucket.get(key), payload) if key in bucket else payload
 

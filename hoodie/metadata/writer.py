@@ -79,14 +79,16 @@ def _instant_files(mdt: HoodieTable, instant_time: str) -> list[str]:
     return out
 
 
-def rollback_metadata_instant(data_table: HoodieTable, instant_time: str) -> bool:
+def rollback_metadata_instant(
+    data_table: HoodieTable, instant_time: str, mdt: HoodieTable | None = None
+) -> bool:
     """Undo the metadata table's instant at ``instant_time`` (any state); True if there was one.
 
     The completed file goes first (readers stop seeing the update), then the files the instant
     wrote, then its requested and inflight files: a crash anywhere leaves an instant that is
     rolled back again next time.
     """
-    mdt = open_metadata_table(data_table)
+    mdt = mdt or open_metadata_table(data_table)
     timeline = mdt.reload()
     instant = timeline.get(instant_time)
     if instant is None:
@@ -122,9 +124,10 @@ class MetadataWriter:
         operation: str = "UPSERT_PREPPED",
     ) -> Instant:
         """Write ``updates`` as the metadata table's deltacommit ``instant_time`` and complete it."""
-        rollback_metadata_instant(self.data_table, instant_time)
         mdt_table = open_metadata_table(self.data_table)
-        mdt = MetadataTable(self.data_table, self.data_table.timeline, mdt_table, mdt_table.reload())
+        if rollback_metadata_instant(self.data_table, instant_time, mdt_table):
+            mdt_table.reload()
+        mdt = MetadataTable(self.data_table, self.data_table.timeline, mdt_table, mdt_table.timeline)
         version = self.data_table.table_version
         timeline = mdt.timeline
         requested = timeline.create_requested(Instant(instant_time, Action.DELTA_COMMIT, State.REQUESTED))

@@ -15,7 +15,7 @@ import logging
 import os
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -194,26 +194,46 @@ def trigger_reason(
     return f"{policy.trigger.value}: {commits} delta commits, {elapsed_s:.0f}s since the last compaction"
 
 
-def compaction_operation(file_slice: FileSlice) -> CompactionOperation:
-    """The plan entry for one slice, with the metrics Hudi's strategies read."""
-    log_size = sum(lf.size for lf in file_slice.log_files)
+def compaction_operation(
+    file_slice: FileSlice, logs: Sequence[LogFile] | None = None, *, bytes_without_base: int = 0
+) -> CompactionOperation:
+    """The plan entry for one slice (or ``logs`` of it), with the metrics Hudi's strategies read.
+
+    ``bytes_without_base`` is the write estimate of a slice that has no base file yet.
+    """
+    logs = file_slice.log_files if logs is None else logs
+    log_size = sum(int(lf.size) for lf in logs)
     base_size = file_slice.base_file.size if file_slice.base_file else 0
     io_read = (base_size + log_size) // _MB
-    io_write = base_size // _MB
+    io_write = (base_size if file_slice.base_file else bytes_without_base) // _MB
     return CompactionOperation(
         base_instant_time=file_slice.base_instant_time,
-        delta_file_paths=[lf.name for lf in file_slice.log_files],
+        delta_file_paths=[lf.name for lf in logs],
         data_file_path=file_slice.base_file.name if file_slice.base_file else None,
         file_id=file_slice.file_id,
         partition_path=file_slice.partition_path,
         metrics={
-            "TOTAL_LOG_FILES": float(len(file_slice.log_files)),
+            "TOTAL_LOG_FILES": float(len(logs)),
             "TOTAL_IO_MB": float(io_read + io_write),
             "TOTAL_IO_READ_MB": float(io_read),
             "TOTAL_LOG_FILES_SIZE": float(log_size),
             "TOTAL_IO_WRITE_MB": float(io_write),
         },
         bootstrap_file_path=None,
+    )
+
+
+def compaction_plan(ops: list[CompactionOperation]) -> CompactionPlan | None:
+    """A plan of ``ops`` in partition and file-id order, or None when there are none."""
+    if not ops:
+        return None
+    ops.sort(key=lambda op: (op.partition_path or "", op.file_id or ""))
+    return CompactionPlan(
+        operations=ops,
+        extra_metadata={},
+        strategy=None,
+        preserve_hoodie_metadata=False,
+        missing_schedule_partitions=[],
     )
 
 
@@ -287,17 +307,7 @@ def plan_compaction(
             slices = group.slices()
             if slices and slices[0].log_files:
                 ops.append(compaction_operation(slices[0]))
-    ops = _select(ops, policy)
-    if not ops:
-        return None
-    ops.sort(key=lambda op: (op.partition_path or "", op.file_id or ""))
-    return CompactionPlan(
-        operations=ops,
-        extra_metadata={},
-        strategy=None,
-        preserve_hoodie_metadata=False,
-        missing_schedule_partitions=[],
-    )
+    return compaction_plan(_select(ops, policy))
 
 
 def schedule_compaction(
