@@ -41,8 +41,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--no-memory", action="store_true", help="skip the fresh-process memory runs")
     p.add_argument("--profile", action="store_true", help="also print a stage breakdown and cProfile")
     p.add_argument(
+        "--metadata-files", type=int, default=None, help="files each metadata-section commit touches (1,000)"
+    )
+    p.add_argument(
         "--only",
-        choices=["read", "compaction", "clean", "daemon"],
+        choices=["read", "compaction", "clean", "metadata", "daemon"],
         action="append",
         help="run only these sections (repeatable; default: all)",
     )
@@ -86,10 +89,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not 0 < updates <= rows:
         raise SystemExit("--updates must be between 1 and --rows")
     started = time.perf_counter()
-    sections = set(args.only or ["read", "compaction", "clean", "daemon"])
-    print(
-        f"hts benchmarks: {', '.join(s for s in ('read', 'compaction', 'clean', 'daemon') if s in sections)}"
-    )
+    sections = set(args.only or ["read", "compaction", "clean", "metadata", "daemon"])
+    order = ("read", "compaction", "clean", "metadata", "daemon")
+    print(f"hts benchmarks: {', '.join(s for s in order if s in sections)}")
     if sections & {"read", "compaction"}:
         print(
             f"data: MERGE_ON_READ v8, 1 file group, {rows:,} rows x "
@@ -106,6 +108,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return status
     if "clean" in sections:
         clean_section(args)
+    if "metadata" in sections:
+        metadata_section(args)
     if "daemon" in sections:
         daemon_section(args)
     print(f"(benchmark wall time {time.perf_counter() - started:.0f}s)")
@@ -259,6 +263,24 @@ def clean_section(args: argparse.Namespace) -> None:
             [Target("clean planning / listing", t.planning / t.listing, clean.TARGET_VS_LISTING, "x")]
         )
     )
+
+
+def metadata_section(args: argparse.Namespace) -> None:
+    from bench import metadata
+
+    files = args.metadata_files or metadata.FILES
+    print(
+        f"\nmetadata-table update of commits touching {files:,} files "
+        f"({metadata.ROWS_PER_FILE} records each; files, column_stats, partition_stats, record_index):"
+    )
+    found = []
+    for t in metadata.time_commits(args.cache_dir, files):
+        print(
+            f"  {t.name}: {t.files:,} files, data write {t.data:.2f}s, metadata-table update "
+            f"{t.metadata:.2f}s, metadata-table services after it {t.services:.2f}s"
+        )
+        found.append(Target(f"{t.name}: metadata update / data write", t.share, metadata.TARGET_SHARE, "x"))
+    print(format_targets(found))
 
 
 def _cpus() -> int:

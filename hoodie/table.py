@@ -20,6 +20,7 @@ from hoodie.io.fileio import FileIO, join
 from hoodie.models.clustering import RequestedReplaceMetadata
 from hoodie.models.commit import CommitMetadata, ReplaceCommitMetadata
 from hoodie.models.compaction import CompactionPlan
+from hoodie.models.index import IndexPlan
 from hoodie.timeline.history import CompletionTimeLookup
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.instant_time import timezone_of
@@ -65,6 +66,15 @@ class HoodieTable:
             props, source=join(meta, "hoodie.properties"), metadata_table=is_metadata_table_path(base_path)
         )
         return cls(fileio, base_path, config)
+
+    def reload_config(self) -> TableConfig:
+        """Re-read ``hoodie.properties`` (another process may have changed it, e.g. an indexer)."""
+        meta = join(self.base_path, METAFOLDER)
+        props = read_table_properties(self.fileio, meta)
+        self.config = TableConfig.from_properties(
+            props, source=join(meta, "hoodie.properties"), metadata_table=self.is_metadata_table
+        )
+        return self.config
 
     @property
     def is_metadata_table(self) -> bool:
@@ -135,6 +145,11 @@ class HoodieTable:
         """The requested replace metadata of a clustering (or replace) instant."""
         meta: RequestedReplaceMetadata = self._plan(ts, "clustering", RequestedReplaceMetadata, timeline)
         return meta
+
+    def index_plan(self, ts: str, timeline: ActiveTimeline | None = None) -> IndexPlan:
+        """The ``HoodieIndexPlan`` in ``T.indexing.requested``."""
+        plan: IndexPlan = self._plan(ts, "indexing", IndexPlan, timeline)
+        return plan
 
     def _plan(self, ts: str, kind: str, model: Any, timeline: ActiveTimeline | None) -> Any:
         key = (ts, kind)

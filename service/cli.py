@@ -225,10 +225,6 @@ def cmd_request(args: argparse.Namespace) -> int:
     """Write a REQUESTED plan and exit; a daemon watching the table executes it."""
     from jobs import run as jobs_run
 
-    if args.service == "indexing":
-        raise UsageError(
-            "indexing builds metadata-table partitions, which hts does not maintain yet; nothing was written"
-        )
     options = _options(args.option)
     with _table_lock(args.table, options) as lock:
         summary = jobs_run.schedule(args.service, args.table, options, lock=lock)
@@ -358,6 +354,7 @@ def build_parser() -> argparse.ArgumentParser:
         "rollback",
         "savepoint",
         "restore",
+        "indexing",
     )
     verbs = {
         "schedule": "write a table-service plan (REQUESTED instant)",

@@ -25,7 +25,7 @@ from typing import Any
 
 from apscheduler.schedulers.background import BackgroundScheduler
 
-from hoodie.errors import HoodieError
+from hoodie.errors import HoodieError, InvalidInputError, UnsupportedTableError
 from hoodie.transaction.heartbeat import HeartbeatConfig
 from service.errors import BadRequest, Conflict, NotFound
 from service.executor import Executor, Outcome, SparkHolder
@@ -48,6 +48,19 @@ POLICY_DEFAULTS: dict[str, dict[str, str]] = {
     "clustering": {"hoodie.clustering.async.max.commits": "4"},
     "clean": {"hoodie.clean.max.commits": "1"},
 }
+
+
+def _check_index_request(entry: TableEntry, options: dict[str, str]) -> None:
+    """Refuse, before a run is queued, an indexing trigger that asks for nothing hts can build."""
+    from hoodie.services.indexing import requested_partitions
+
+    assert entry.table is not None
+    try:
+        requested_partitions(entry.table, entry.options(options))
+    except InvalidInputError as e:
+        raise BadRequest(str(e)) from e
+    except UnsupportedTableError as e:
+        raise Conflict(str(e)) from e
 
 
 def _tags(**fields: Any) -> dict[str, Any]:
@@ -499,16 +512,13 @@ class Daemon:
         """The REST trigger: schedule now (or take ``instant``) and execute, as one run."""
         if service not in TRIGGERABLE:
             raise BadRequest(f"unknown service {service!r} (known: {', '.join(TRIGGERABLE)})")
-        if service == "indexing":
-            raise Conflict(
-                "indexing builds metadata-table partitions, which hts does not maintain yet; "
-                "nothing was written"
-            )
         entry = self.entry(table_id)
         if entry.table is None or entry.error is not None:
             raise Conflict(f"table {table_id} cannot be served now: {entry.error or 'not opened yet'}")
         if entry.paused or self.queue.paused:
             raise Conflict(f"table {table_id} is paused; resume it first")
+        if service == "indexing" and instant is None:
+            _check_index_request(entry, options or {})
         if instant is not None:
             self.gave_up.pop((table_id, instant), None)
         kind = "run" if service == "archival" else "trigger"

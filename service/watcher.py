@@ -32,7 +32,7 @@ from hoodie.transaction.heartbeat import HeartbeatConfig, last_heartbeat_ms
 log = logging.getLogger(__name__)
 
 FAILED_WRITES_KEYS = ("hoodie.clean.failed.writes.policy", "hoodie.cleaner.policy.failed.writes")
-EXECUTABLE = frozenset({"compaction", "logcompaction", "clustering", "clean", "rollback"})
+EXECUTABLE = frozenset({"compaction", "logcompaction", "clustering", "clean", "indexing", "rollback"})
 
 
 @dataclass(frozen=True)

@@ -4,14 +4,15 @@ A partition is built by one BULK_INSERT deltacommit of the metadata table: every
 an initial log file holding one empty DELETE block (``.<fileId>_<T>.log.1_0-0-0``) and, when it
 has records, a base HFile at ``T``. When a table gets its metadata table, each partition is built
 at an initialisation time ``00000000000000<NNN>`` (older than any data instant, so always
-visible); an INDEXING instant builds its partitions at its own instant time. The partition is
+visible, and older than every log a writer adds to the new file groups); an INDEXING instant
+builds each of its partitions at the next free one of those times, as Apache Hudi 1.x does. The partition is
 listed in the data table's ``hoodie.table.metadata.partitions`` once it is complete.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from hoodie.config.table_config import (
     METAFOLDER,
@@ -43,10 +44,14 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "build_partition",
+    "complete_partition_build",
     "create_metadata_table",
     "files_partition_records",
+    "free_init_instant_time",
     "init_instant_time",
     "initialize_metadata_table",
+    "start_partition_build",
+    "write_partition_base",
 ]
 
 INIT_PREFIX = "00000000000000"
@@ -104,20 +109,25 @@ def _empty_delete_block(instant_time: str, table_version: int) -> bytes:
     return encode_block(BlockType.DELETE, {HeaderKey.INSTANT_TIME: instant_time}, content)
 
 
-def build_partition(
-    data_table: HoodieTable,
-    partition: str,
-    records: Mapping[str, Payload],
-    instant_time: str,
-    completion_time: Callable[[], str],
-    *,
-    num_file_groups: int | None = None,
-    operation: str = "BULK_INSERT",
-) -> Instant:
-    """Build metadata partition ``partition`` from ``records`` in one deltacommit at ``instant_time``.
+def free_init_instant_time(mdt_timeline: ActiveTimeline) -> str:
+    """The first initialisation time ``00000000000000<NNN>`` the metadata table has not used."""
+    offset = 0
+    while init_instant_time(offset) in mdt_timeline:
+        offset += 1
+    return init_instant_time(offset)
 
-    Call with the data table's lock held. Does not list the partition in the data table's
-    properties (the caller does, once everything it needs is built).
+
+def file_group_count(partition: str, num_file_groups: int | None = None) -> int:
+    return num_file_groups or DEFAULT_FILE_GROUPS.get(partition, 10)
+
+
+def start_partition_build(
+    data_table: HoodieTable, partition: str, instant_time: str, *, num_file_groups: int | None = None
+) -> Instant:
+    """Open metadata-table deltacommit ``instant_time`` to build ``partition``: write it requested
+    and inflight, the partition's ``.hoodie_partition_metadata``, and each file group's initial log
+    (one empty DELETE block). From then on writers can log updates to the file groups, which
+    belong to the slice this build's base files start. Call with the data table's lock held.
     """
     mdt = create_metadata_table(data_table)
     timeline: ActiveTimeline = mdt.reload()
@@ -125,24 +135,39 @@ def build_partition(
         raise HoodieError(
             f"metadata table of {data_table.base_path} already has an instant at {instant_time}"
         )
-    version = data_table.table_version
-    n = num_file_groups or DEFAULT_FILE_GROUPS.get(partition, 10)
-    groups: dict[int, dict[str, Payload]] = {i: {} for i in range(n)}
-    for key, payload in records.items():
-        groups[file_group_index(key, n)][key] = payload
     requested = timeline.create_requested(Instant(instant_time, Action.DELTA_COMMIT, State.REQUESTED))
     inflight = timeline.transition_to_inflight(requested, b"")
     write_partition_metadata(mdt.fileio, mdt.base_path, partition, instant_time)
-    stats: list[WriteStat] = []
-    for i in range(n):
-        file_id = MetadataPartition.file_id(partition, i)
-        log_name = f".{file_id}_{instant_time}.log.1_0-0-0"
+    version = data_table.table_version
+    for i in range(file_group_count(partition, num_file_groups)):
+        log_name = f".{MetadataPartition.file_id(partition, i)}_{instant_time}.log.1_0-0-0"
         mdt.fileio.write_bytes(
             join(mdt.base_path, partition, log_name), _empty_delete_block(instant_time, version)
         )
-        group = groups[i]
+    return inflight
+
+
+def write_partition_base(
+    data_table: HoodieTable,
+    partition: str,
+    records: Mapping[str, Payload],
+    instant_time: str,
+    *,
+    num_file_groups: int | None = None,
+) -> list[WriteStat]:
+    """Write the base HFiles of ``records`` at ``instant_time`` for a build opened by
+    :func:`start_partition_build` (file groups without records get none); returns their stats."""
+    mdt = open_metadata_table(data_table)
+    version = data_table.table_version
+    n = file_group_count(partition, num_file_groups)
+    groups: dict[int, dict[str, Payload]] = {i: {} for i in range(n)}
+    for key, payload in records.items():
+        groups[file_group_index(key, n)][key] = payload
+    stats: list[WriteStat] = []
+    for i, group in groups.items():
         if not group:
             continue
+        file_id = MetadataPartition.file_id(partition, i)
         base_name = f"{file_id}_{i}-0-{i}_{instant_time}.hfile"
         data = base_hfile_bytes(group, base_name, version)
         mdt.fileio.write_bytes(join(mdt.base_path, partition, base_name), data)
@@ -161,6 +186,22 @@ def build_partition(
                 file_size_in_bytes=len(data),
             )
         )
+    return stats
+
+
+def complete_partition_build(
+    data_table: HoodieTable,
+    partition: str,
+    inflight: Instant,
+    stats: list[WriteStat],
+    completion_time: Callable[[], str],
+    *,
+    operation: str = "BULK_INSERT",
+) -> Instant:
+    """Complete the build deltacommit (call with the data table's lock held). Does not list the
+    partition in the data table's properties (the caller does, once everything is built)."""
+    mdt = open_metadata_table(data_table)
+    version = data_table.table_version
     metadata = CommitMetadata(
         partition_to_write_stats={partition: stats},
         compacted=False,
@@ -168,15 +209,36 @@ def build_partition(
         version=None,
         operation_type=operation,
     )
-    done = timeline.complete(inflight, metadata.to_bytes(version), completion_time())
+    done = mdt.reload().complete(inflight, metadata.to_bytes(version), completion_time())
     log.info(
         "%s: built metadata partition %s (%d records) at %s",
         data_table.base_path,
         partition,
-        len(records),
+        sum(s.num_writes or 0 for s in stats),
         done,
     )
     return done
+
+
+def build_partition(
+    data_table: HoodieTable,
+    partition: str,
+    records: Mapping[str, Payload],
+    instant_time: str,
+    completion_time: Callable[[], str],
+    *,
+    num_file_groups: int | None = None,
+    operation: str = "BULK_INSERT",
+) -> Instant:
+    """Build metadata partition ``partition`` from ``records`` in one deltacommit at ``instant_time``
+    (call with the data table's lock held)."""
+    inflight = start_partition_build(data_table, partition, instant_time, num_file_groups=num_file_groups)
+    stats = write_partition_base(
+        data_table, partition, records, instant_time, num_file_groups=num_file_groups
+    )
+    return complete_partition_build(
+        data_table, partition, inflight, stats, completion_time, operation=operation
+    )
 
 
 def files_partition_records(data_table: HoodieTable, timeline: ActiveTimeline) -> dict[str, Payload]:
@@ -201,15 +263,22 @@ def files_partition_records(data_table: HoodieTable, timeline: ActiveTimeline) -
 
 
 def set_metadata_partitions(
-    data_table: HoodieTable, *, add: tuple[str, ...] = (), inflight: tuple[str, ...] | None = None
+    data_table: HoodieTable,
+    *,
+    add: Iterable[str] = (),
+    remove: Iterable[str] = (),
+    inflight_add: Iterable[str] = (),
+    inflight_remove: Iterable[str] = (),
 ) -> None:
-    """Update ``hoodie.table.metadata.partitions`` (and ``.inflight``) in the data table's properties."""
-    current = list(data_table.config.metadata_partitions)
+    """Update ``hoodie.table.metadata.partitions`` and ``.inflight`` in the data table's
+    properties, starting from what they hold now (call with the table lock held)."""
+    config = data_table.reload_config()
+    built = (set(config.metadata_partitions) | set(add)) - set(remove)
+    building = (set(config.metadata_partitions_inflight) | set(inflight_add)) - set(inflight_remove)
     updates: dict[str, str | None] = {
-        "hoodie.table.metadata.partitions": ",".join(sorted(set(current) | set(add)))
+        "hoodie.table.metadata.partitions": ",".join(sorted(built)),
+        "hoodie.table.metadata.partitions.inflight": ",".join(sorted(building - built)),
     }
-    if inflight is not None:
-        updates["hoodie.table.metadata.partitions.inflight"] = ",".join(sorted(inflight))
     props = update_table_properties(data_table.fileio, data_table.paths.meta, updates)
     data_table.config = TableConfig.from_properties(props)
 

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import operator
 import uuid
+from collections.abc import Iterable
+from functools import lru_cache
 
 import xxhash
 
@@ -34,12 +37,28 @@ NON_PARTITIONED_NAME = "."
 _XXH64_SEED = 0xFFFFFFFFDABADABA  # Java passes the int 0xdabadaba to a long parameter
 
 
+_POWERS_OF_31: list[int] = [1]
+
+
+def _powers(n: int) -> list[int]:
+    """31**(n-1), ..., 31**0 modulo 2**32 (grown on demand)."""
+    while len(_POWERS_OF_31) < n:
+        _POWERS_OF_31.append((_POWERS_OF_31[-1] * 31) & 0xFFFFFFFF)
+    return _POWERS_OF_31[n - 1 :: -1] if n else []
+
+
 def java_string_hash(text: str) -> int:
-    """Java's ``String.hashCode``: ``h = 31*h + c`` over UTF-16 code units, as a signed int32."""
-    h = 0
-    data = text.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    """Java's ``String.hashCode``: ``h = 31*h + c`` over UTF-16 code units, as a signed int32.
+
+    That is the sum of ``c[i] * 31**(n-1-i)`` modulo 2**32, computed in C over the code units."""
+    if text.isascii():
+        units: Iterable[int] = text.encode("ascii")
+        n = len(text)
+    else:
+        data = text.encode("utf-16-be")
+        n = len(data) // 2
+        units = ((data[i] << 8) | data[i + 1] for i in range(0, len(data), 2))
+    h: int = sum(map(operator.mul, units, _powers(n))) & 0xFFFFFFFF
     return h - (1 << 32) if h & 0x80000000 else h
 
 
@@ -113,6 +132,15 @@ def secondary_index_record_key(key: str) -> str:
 
 def encode_file_id(file_id: str) -> dict[str, object]:
     """The record index's location fields for ``file_id`` (fileIdEncoding 0 for ``<uuid>-<n>``)."""
+    return dict(_encoded_file_id(file_id))
+
+
+@lru_cache(maxsize=65536)
+def _encoded_file_id(file_id: str) -> tuple[tuple[str, object], ...]:
+    return tuple(_encode_file_id(file_id).items())
+
+
+def _encode_file_id(file_id: str) -> dict[str, object]:
     head, sep, tail = file_id.rpartition("-")
     if sep and tail.isdigit():
         try:

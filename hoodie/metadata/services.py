@@ -44,12 +44,12 @@ import datetime as dt
 import logging
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from hoodie.bloom import BloomFilterTypeCode, create_bloom_filter
-from hoodie.errors import TableServiceError, UnsupportedTableError
+from hoodie.errors import HoodieError, TableServiceError, UnsupportedTableError
 from hoodie.file_group.base_file import BaseFile
 from hoodie.file_group.file_slice import FileSlice
 from hoodie.file_group.log_block import BlockType
@@ -103,6 +103,7 @@ __all__ = [
     "compaction_instant_time",
     "deltacommits_since_last_compaction",
     "earliest_data_instant_to_keep",
+    "maintain_after_commit",
     "maintain_metadata_table",
     "metadata_service_context",
     "plan_metadata_compaction",
@@ -227,16 +228,17 @@ def _completed_before(view: FileSystemView, ts: str, instant_time: str) -> bool:
 
 
 def plan_metadata_compaction(
-    mdt: HoodieTable, timeline: ActiveTimeline, instant_time: str
+    mdt: HoodieTable, timeline: ActiveTimeline, instant_time: str, building: Collection[str] = ()
 ) -> CompactionPlan | None:
-    """Every latest MDT slice with log files whose delta commit completed before ``instant_time``."""
+    """Every latest MDT slice with log files whose delta commit completed before ``instant_time``,
+    except in the partitions an indexer is ``building`` (their base files are not written yet)."""
     view = mdt.file_system_view(timeline=timeline)
     busy = set(mdt.pending_compaction_operations(timeline)) | set(
         mdt.pending_clustering_file_groups(timeline)
     )
     ops: list[CompactionOperation] = []
     for file_slice in view.latest_file_slices():
-        if file_slice.group_id in busy:
+        if file_slice.group_id in busy or file_slice.partition_path in building:
             continue
         logs = [lf for lf in file_slice.log_files if _completed_before(view, lf.instant_time, instant_time)]
         if logs:
@@ -280,7 +282,8 @@ def _schedule_compaction(
             last.requested_time if last is not None else "-",
         )
         return None
-    plan = plan_metadata_compaction(mdt, timeline, instant_time)
+    building = data_table.reload_config().metadata_partitions_inflight
+    plan = plan_metadata_compaction(mdt, timeline, instant_time, building)
     if plan is None:
         log.info("%s: no log files completed before %s; nothing to compact", where, instant_time)
         return None
@@ -647,3 +650,23 @@ def maintain_metadata_table(
         "clean": cleaned.instant.requested_time if cleaned else None,
         "archived": list(archived.details.get("archived_instants", [])) if archived else [],
     }
+
+
+def maintain_after_commit(ctx: ServiceContext) -> dict[str, Any]:
+    """:func:`maintain_metadata_table` right after a data-table commit, as Apache Hudi runs the MDT
+    services inline. The commit already stands: storage and table errors are logged, not raised,
+    and the next commit (or ``hts run metadata``) tries again."""
+    table = ctx.table
+    if table.is_metadata_table or not has_metadata_table(table):
+        return {}
+    try:
+        return maintain_metadata_table(ctx)
+    except (HoodieError, OSError) as e:
+        log.error(
+            "%s: metadata-table services failed after a commit; the commit stands, the next one "
+            "retries: %s: %s",
+            table.base_path,
+            type(e).__name__,
+            e,
+        )
+        return {"error": f"{type(e).__name__}: {e}"}

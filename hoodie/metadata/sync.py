@@ -335,7 +335,10 @@ def sync_metadata_table(
     """Write the metadata-table deltacommit for ``instant`` (call before completing ``instant``).
 
     Returns the metadata table's completed instant, or None when the table has no metadata table.
+    The table's properties are read afresh: an indexer may have added a partition to keep current.
     """
+    if table.has_metadata_table:
+        table.reload_config()
     if not has_metadata_table(table):
         return None
     require_supported_metadata(

@@ -18,6 +18,7 @@ from hoodie.errors import HoodieError
 from hoodie.file_group.log_block import BlockType, HeaderKey, encode_block
 from hoodie.file_group.log_file import LogFile
 from hoodie.file_group.log_writer import delete_block_content
+from hoodie.file_group.view import list_partition
 from hoodie.hfile.writer import write_hfile
 from hoodie.io.fileio import join
 from hoodie.metadata.keys import file_group_index
@@ -27,7 +28,7 @@ from hoodie.metadata.records import (
     header_schema_json,
     plain_metadata_schema_json,
 )
-from hoodie.metadata.table import MetadataTable, open_metadata_table
+from hoodie.metadata.table import open_metadata_table
 from hoodie.models.commit import CommitMetadata, WriteStat
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
@@ -127,9 +128,8 @@ class MetadataWriter:
         mdt_table = open_metadata_table(self.data_table)
         if rollback_metadata_instant(self.data_table, instant_time, mdt_table):
             mdt_table.reload()
-        mdt = MetadataTable(self.data_table, self.data_table.timeline, mdt_table, mdt_table.timeline)
         version = self.data_table.table_version
-        timeline = mdt.timeline
+        timeline = mdt_table.timeline
         requested = timeline.create_requested(Instant(instant_time, Action.DELTA_COMMIT, State.REQUESTED))
         inflight = timeline.transition_to_inflight(requested, b"")
         stats: dict[str, list[WriteStat]] = {}
@@ -138,18 +138,23 @@ class MetadataWriter:
             records = updates[partition]
             if not records:
                 continue
-            slices = mdt.file_slices(partition)
-            if not slices:
+            # From storage: the file groups of a partition an indexer is building are not
+            # committed yet, and writers log to them all the same.
+            listing = list_partition(mdt_table.fileio, mdt_table.base_path, partition)
+            file_ids = sorted(
+                {b.file_id for b in listing.base_files} | {lf.file_id for lf in listing.log_files}
+            )
+            if not file_ids:
                 raise HoodieError(
                     f"metadata table of {self.data_table.base_path} has no file groups in partition "
                     f"{partition!r}; it must be initialised before it is written"
                 )
             groups: dict[int, dict[str, Payload | None]] = {}
             for key, payload in records.items():
-                groups.setdefault(file_group_index(key, len(slices)), {})[key] = payload
+                groups.setdefault(file_group_index(key, len(file_ids)), {})[key] = payload
             for index in sorted(groups):
                 group = groups[index]
-                file_id = slices[index].file_id
+                file_id = file_ids[index]
                 upserts = {k: p for k, p in group.items() if p is not None}
                 deletes = [k for k, p in group.items() if p is None]
                 blocks = []

@@ -92,6 +92,12 @@ class TableReader:
             )
         return out
 
+    def read_file_slices(self, slices: Iterable[FileSlice]) -> pa.Table:
+        """The merged records of ``slices`` (slices of this reader's timeline)."""
+        schema = table_schema(self.table)
+        view = self.table.file_system_view(timeline=self.timeline)
+        return self._read_slices(slices, self._options(view, schema, None))
+
     def read_optimized(self, as_of: str | None = None, partitions: Sequence[str] | None = None) -> pa.Table:
         """Base files only (for MERGE_ON_READ, records not yet compacted are not seen)."""
         schema = table_schema(self.table, as_of)

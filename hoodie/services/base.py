@@ -201,7 +201,15 @@ class ServiceContext:
                     f"lost the table lock of {self.table.base_path} before completing {current}; "
                     "not completing it"
                 )
-            return fresh.complete(current, payload, completion)
+            done = fresh.complete(current, payload, completion)
+        self.maintain_metadata()
+        return done
+
+    def maintain_metadata(self) -> None:
+        """After a commit (lock released): run the metadata table's services that are due."""
+        from hoodie.metadata.services import maintain_after_commit
+
+        maintain_after_commit(self)
 
 
 @dataclass(frozen=True)
@@ -251,6 +259,7 @@ KNOWN_SERVICES = (
     "archival",
     "savepoint",
     "restore",
+    "indexing",
 )
 
 

@@ -311,6 +311,8 @@ def execute_rollback(
         info.commit_time,
         metadata.total_files_deleted,
     )
+    if done is not None:
+        ctx.maintain_metadata()
     return done, metadata
 
 

@@ -60,9 +60,9 @@ def create_table(
 ) -> HoodieTable:
     """Create an empty table at ``uri`` and open it. Fails if a table already exists there.
 
-    ``metadata_table`` (or ``hoodie.metadata.enable=true`` in ``extra_properties``; table versions
-    8 and 9) also creates the metadata table with its ``files`` partition. It is off by default
-    until hts also compacts the metadata table inline after commits, as Apache Hudi 1.x does.
+    Tables of version 8 and 9 get a metadata table with its ``files`` partition, as Apache Hudi
+    1.x creates one by default; ``metadata_table=False`` (or ``hoodie.metadata.enable=false`` in
+    ``extra_properties``) leaves it out. Older versions never get one from hts.
     """
     fileio, base_path = FileIO.for_uri(uri, **storage_options)
     meta = join(base_path, METAFOLDER)
@@ -165,8 +165,14 @@ def create_table(
     create_table_properties(fileio, meta, props)
     table = HoodieTable(fileio, base_path, config)
     if metadata_table is None:
-        enabled = (extra_properties or {}).get("hoodie.metadata.enable", "false")
-        metadata_table = version >= 8 and enabled.lower() == "true"
+        default = "true" if version >= 8 else "false"
+        enabled = (extra_properties or {}).get("hoodie.metadata.enable", default)
+        metadata_table = enabled.strip().lower() == "true"
+    if metadata_table and version < 8:
+        raise InvalidInputError(
+            f"hts creates metadata tables for table versions 8 and 9 only, not {version}; "
+            "pass hoodie.metadata.enable=false"
+        )
     if metadata_table:
         from hoodie.metadata.init import initialize_metadata_table
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +40,7 @@ from hoodie.metadata.sync import (
 from hoodie.metadata.table import MetadataTable
 from hoodie.models.clustering import RequestedReplaceMetadata
 from hoodie.models.commit import CommitMetadata, ReplaceCommitMetadata, WriteStat
+from hoodie.read.reader import TableReader
 from hoodie.schema.avro_arrow import add_meta_fields, avro_to_arrow_schema
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
@@ -203,8 +204,15 @@ class HoodieWriter:
             )
             stats = self._execute(ctx, buckets, prepared, view, spec)
             metadata = self._metadata(stats, schema_json, operation, replaced)
-            record_index = self._record_index_changes(buckets, prepared, replaced, timeline)
-            done = self._complete(timeline, inflight, metadata, stats, replaced, instant_time, record_index)
+            done = self._complete(
+                timeline,
+                inflight,
+                metadata,
+                stats,
+                replaced,
+                instant_time,
+                lambda fresh: self._record_index_changes(buckets, prepared, replaced, fresh),
+            )
         except BaseException:
             self._abort(timeline, instant_time, markers)
             heartbeat.stop()
@@ -212,6 +220,7 @@ class HoodieWriter:
         markers.delete_all()
         heartbeat.stop()
         log.info("%s: committed %s %s (%d files)", table.base_path, operation.value, done, len(stats))
+        self._maintain_metadata()
         return WriteResult(done, operation, stats, replaced)
 
     def _record_index_changes(
@@ -225,11 +234,14 @@ class HoodieWriter:
         table = self.table
         if not has_metadata_table(table) or MetadataPartition.RECORD_INDEX not in enabled_partitions(table):
             return None
+        # An indexer building the record index has not written its base files yet: the index
+        # cannot be looked up, so every written key is logged and replaced keys are read back.
+        building = MetadataPartition.RECORD_INDEX not in table.config.metadata_partitions
         keys = prepared.keys.to_pylist()
         changes = RecordIndexChanges()
         maybe_new: dict[str, tuple[str, str]] = {}
         for b in buckets:
-            target = changes.located if b.kind == "create" else maybe_new
+            target = changes.located if b.kind == "create" or building else maybe_new
             for i in b.rows:
                 target[str(keys[i])] = (b.partition, b.file_id)
             changes.deleted.update(str(keys[i]) for i in b.deletes)
@@ -241,12 +253,34 @@ class HoodieWriter:
                 changes.located[key] = (partition, file_id)
         if replaced:
             gone = {(p, f) for p, ids in replaced.items() for f in ids}
-            for key, payload in mdt.read_partition(MetadataPartition.RECORD_INDEX).items():
-                info = payload["recordIndexMetadata"]
-                if (info.get("partitionName"), decode_file_id(info)) in gone and key not in changes.located:
-                    changes.deleted.add(key)
+            changes.deleted.update(
+                k for k in self._keys_in(gone, timeline, mdt, building) if k not in changes.located
+            )
         changes.deleted -= set(changes.located)
         return changes
+
+    def _keys_in(
+        self, groups: set[tuple[str, str]], timeline: ActiveTimeline, mdt: MetadataTable, building: bool
+    ) -> list[str]:
+        """Record keys held by file groups ``groups`` (partition, file id) as of ``timeline``."""
+        if not building:
+            return [
+                key
+                for key, payload in mdt.read_partition(MetadataPartition.RECORD_INDEX).items()
+                if (
+                    payload["recordIndexMetadata"].get("partitionName"),
+                    decode_file_id(payload["recordIndexMetadata"]),
+                )
+                in groups
+            ]
+        view = self.table.file_system_view(timeline=timeline)
+        slices = [
+            s
+            for s in view.latest_file_slices(sorted({p for p, _ in groups}))
+            if (s.partition_path, s.file_id) in groups
+        ]
+        data = TableReader(self.table).read_file_slices(slices)
+        return [str(k) for k in data.column("_hoodie_record_key").to_pylist()]
 
     # -- planning -----------------------------------------------------------------------------
     def _action(self, operation: WriteOperation) -> Action:
@@ -531,7 +565,7 @@ class HoodieWriter:
         stats: list[WriteStat],
         replaced: dict[str, list[str]],
         instant_time: str,
-        record_index: RecordIndexChanges | None,
+        record_index: Callable[[ActiveTimeline], RecordIndexChanges | None],
     ) -> Instant:
         touched = {FileGroupId(s.partition_path or "", s.file_id or "") for s in stats}
         touched |= {FileGroupId(p, f) for p, ids in replaced.items() for f in ids}
@@ -539,16 +573,33 @@ class HoodieWriter:
             fresh = self.table.reload()
             self._check_conflicts(timeline, fresh, touched, instant_time)
             payload = metadata.to_bytes(self.table.table_version)
+            if self.table.has_metadata_table:
+                self.table.reload_config()  # an indexer may have added a partition meanwhile
             sync_metadata_table(
                 self.table,
                 fresh,
                 inflight,
                 payload,
                 lambda: self.time_source.new_instant_time(lock_held=True),
-                record_index=record_index,
+                record_index=record_index(fresh),
             )
             completion = self.time_source.new_instant_time(lock_held=True) if fresh.layout >= 2 else None
             return fresh.complete(inflight, payload, completion)
+
+    def _maintain_metadata(self) -> None:
+        """Run the metadata table's services that are due, as Hudi's writers do after each commit."""
+        from hoodie.metadata.services import maintain_after_commit
+        from hoodie.services.base import ServiceContext
+
+        ctx = ServiceContext(
+            self.table,
+            options=self.write_props,
+            lock=self.lock,
+            time_source=self.time_source,
+            heartbeat=self.heartbeat,
+            lock_timeout_s=self.options.lock_timeout_s,
+        )
+        maintain_after_commit(ctx)
 
     def _check_conflicts(
         self, start: ActiveTimeline, now: ActiveTimeline, touched: set[FileGroupId], instant_time: str

@@ -76,10 +76,11 @@ def test_timing_memory_and_profile_machinery(small: bench_data.BenchData) -> Non
 def test_cli_runs_end_to_end(small: bench_data.BenchData, capsys: pytest.CaptureFixture[str]) -> None:
     cache = small.root.parent
     args = ["--rows", str(ROWS), "--repeat", "1", "--no-memory", "--cache-dir", str(cache)]
-    assert main(args) == 0
+    assert main([*args, "--metadata-files", "12"]) == 0
     out = capsys.readouterr().out
     assert "identical to ours" in out
     assert "time ours / floor" in out and "time ours / hudi-rs" in out
+    assert "insert: 12 files" in out and "upsert: metadata update / data write" in out
 
 
 def test_cache_key_changes_with_the_data_version() -> None:

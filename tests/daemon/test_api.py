@@ -6,6 +6,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from hoodie.metadata.table import MetadataTable
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action
 from tests.conftest import hudi_rs_rows
@@ -106,6 +107,26 @@ def test_rest_trigger_schedules_and_executes_once_per_idempotency_key(tmp_path: 
         )
         wait_for(lambda: client.get(f"/v1/runs/{nothing['id']}").json()["state"] == "succeeded")
         assert client.get(f"/v1/runs/{idle['id']}").json()["details"]["scheduled"] is None
+    assert snapshot(path) == before
+
+
+def test_rest_trigger_builds_a_record_index(tmp_path: Path) -> None:
+    path = tmp_path / "tables" / "t"
+    mor_table(path)
+    before = snapshot(path)
+    with running_daemon(tmp_path) as (_daemon, client):
+        body = {"options": {"hoodie.metadata.record.index.enable": "true"}}
+        run = client.post("/v1/tables/t/indexing", json=body)
+        assert run.status_code == 202, run.text
+        done = wait_for(
+            lambda: (r := client.get(f"/v1/runs/{run.json()['id']}").json())["state"] == "succeeded" and r,
+            what="the indexing run",
+        )
+        assert done["details"]["records"] == {"record_index": 20}
+    table = HoodieTable.open(str(path))
+    assert "record_index" in table.config.metadata_partitions
+    indexed = MetadataTable.open(table, table.reload()).read_partition("record_index")
+    assert sorted(indexed) == sorted(f"k{i}" for i in range(20))
     assert snapshot(path) == before
 
 
@@ -221,7 +242,13 @@ def test_bad_requests_get_clear_errors(tmp_path: Path) -> None:
         bad_options = client.post("/v1/tables/t/compaction", json={"options": {"k": 1.5}})
         assert bad_options.status_code == 400
         indexing = client.post("/v1/tables/t/indexing")
-        assert indexing.status_code == 409 and "metadata-table" in indexing.json()["error"]
+        assert (
+            indexing.status_code == 400 and "hoodie.metadata.record.index.enable" in indexing.json()["error"]
+        )
+        bloom = client.post(
+            "/v1/tables/t/indexing", json={"options": {"hoodie.metadata.index.bloom.filter.enable": "true"}}
+        )
+        assert bloom.status_code == 409 and "bloom_filters" in bloom.json()["error"]
         assert client.get("/v1/tables/t/plans/20990101000000000").status_code == 404
         assert client.get("/v1/runs/999").json() == {"error": "no run 999"}
         assert client.get("/v1/runs", params={"state": "exploded"}).status_code == 400

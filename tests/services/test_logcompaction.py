@@ -90,7 +90,7 @@ def _plan(scheduled: Scheduled | None) -> CompactionPlan:
 
 
 def _log_files(path: Path) -> set[str]:
-    return {str(p.relative_to(path)) for p in path.rglob(".*.log.*")}
+    return {str(p.relative_to(path)) for p in path.rglob(".*.log.*") if ".hoodie" not in p.parts}
 
 
 def _block_instants(path: Path, files: set[str]) -> dict[str, set[str]]:

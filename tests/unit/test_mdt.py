@@ -118,3 +118,27 @@ def test_our_metadata_table_is_read_by_hudi_rs(tmp_path: Path) -> None:
     data_times = {i.requested_time for i in HoodieTable.open(str(tmp_path / "t")).timeline.completed()}
     mdt_times = {i.requested_time for i in mdt_timeline.completed()}
     assert mdt_times == data_times | {"00000000000000000"}  # plus the initialisation
+
+
+@pytest.mark.parametrize("version", [8, 9])
+@pytest.mark.parametrize("file_name", [None, "record-index-0003-0_3-0-3_00000000000000004.hfile"])
+def test_record_index_datums_equal_the_generic_avro_writer(version: int, file_name: str | None) -> None:
+    """The hand-written record-index encoder must produce fastavro's bytes exactly."""
+    import io
+
+    import fastavro
+
+    from hoodie.metadata.records import META_FIELDS, _parsed, encode_payload, record_index_payload
+
+    locations = [
+        encode_file_id("9b42bb86-fbf9-4317-b639-168185d57da8-0"),
+        encode_file_id("ffffffff-ffff-ffff-ffff-ffffffffffff-12"),
+        encode_file_id("not-a-uuid-file-id"),
+    ]
+    for location in locations:
+        for partition, millis in (("p1", 1795279877563), ("", 0), ("région=été", -5)):
+            payload = record_index_payload(partition, location, millis)
+            record = {**dict.fromkeys(META_FIELDS), "_hoodie_file_name": file_name, **payload, "key": ""}
+            expected = io.BytesIO()
+            fastavro.schemaless_writer(expected, _parsed(version), record)
+            assert encode_payload(payload, version, file_name=file_name) == expected.getvalue()

@@ -1,0 +1,309 @@
+"""INDEXING: building column_stats, partition_stats and record_index on a table that lacked them
+while writers keep writing, and what hudi-rs and our reader make of the table afterwards."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+from hudi import HudiTableBuilder
+
+from hoodie.errors import InvalidInputError, UnsupportedTableError
+from hoodie.metadata.column_stats import indexed_columns
+from hoodie.metadata.table import MetadataTable
+from hoodie.models.index import IndexCommitMetadata, IndexPlan
+from hoodie.read.reader import TableReader
+from hoodie.services.base import LocalRunner, ServiceContext, Task, TaskFunction, TaskResult
+from hoodie.services.indexing import execute_indexing, requested_partitions, schedule_indexing
+from hoodie.table import HoodieTable
+from hoodie.timeline.instant import Action
+from hoodie.write.writer import HoodieWriter
+from service.cli import main
+from tests.tables import new_table, rows
+
+BUILD = {"hoodie.metadata.index.column.stats.enable": "true", "hoodie.metadata.record.index.enable": "true"}
+NEW_PARTITIONS = ["column_stats", "partition_stats", "record_index"]
+
+
+class WritesDuringBuild(LocalRunner):
+    """Runs ``writes`` (other writers committing) after the build's snapshot, before its tasks."""
+
+    def __init__(self, writes: Callable[[], None]) -> None:
+        self.writes = writes
+
+    def run(self, fn: TaskFunction, tasks: Sequence[Task], description: str) -> list[TaskResult]:
+        self.writes()
+        return super().run(fn, tasks, description)
+
+
+class DiesDuringBuild(LocalRunner):
+    def run(self, fn: TaskFunction, tasks: Sequence[Task], description: str) -> list[TaskResult]:
+        raise RuntimeError("executor lost")
+
+
+def _keys_only(ids: range, ts: int) -> pa.Table:
+    return rows(ids, ts).select(["id", "ts", "p"])
+
+
+def _hudi_rs(path: Path) -> pa.Table:
+    """hudi-rs's snapshot, listing files through the metadata table (the table registers
+    ``files``), so a partition our build left out or got wrong would show."""
+    table = (
+        HudiTableBuilder.from_base_uri(str(path)).with_hudi_option("hoodie.metadata.enable", "true").build()
+    )
+    return pa.Table.from_batches(table.read())
+
+
+def _file_id(file_name: str) -> str:
+    if file_name.startswith("."):  # a log file: .<fileId>_<instant>.log.<version>_<token>
+        return file_name[1:].split("_", maxsplit=1)[0]
+    return file_name.split("_", maxsplit=1)[0]
+
+
+def _decode(location: Mapping[str, Any]) -> str:
+    """The file id of a record-index entry, decoded here independently of hoodie.metadata.keys."""
+    if location["fileIdEncoding"] == 1:
+        return str(location["fileId"])
+    mask = (1 << 64) - 1
+    bits = ((location["fileIdHighBits"] & mask) << 64) | (location["fileIdLowBits"] & mask)
+    return f"{uuid.UUID(int=bits)}-{location['fileIndex']}"
+
+
+def _check_record_index(table: HoodieTable, snapshot: pa.Table) -> None:
+    """Every live key, and only those, at the partition and file group holding it."""
+    expected = {
+        r["_hoodie_record_key"]: (r["_hoodie_partition_path"], _file_id(r["_hoodie_file_name"]))
+        for r in snapshot.select(
+            ["_hoodie_record_key", "_hoodie_partition_path", "_hoodie_file_name"]
+        ).to_pylist()
+    }
+    index = MetadataTable.open(table, table.reload()).read_partition("record_index")
+    got = {
+        key: (p["recordIndexMetadata"]["partitionName"], _decode(p["recordIndexMetadata"]))
+        for key, p in index.items()
+    }
+    assert got == expected
+
+
+def _committed_files(table: HoodieTable) -> dict[str, set[str]]:
+    """Data files on storage whose instant completed (their names carry the instant)."""
+    timeline = table.reload()
+    out: dict[str, set[str]] = {}
+    for partition in ("p0", "p1", "p2"):
+        for f in (Path(table.base_path) / partition).iterdir():
+            if f.name.startswith(".hoodie_partition"):
+                continue
+            instant = f.name.split("_")[1].split(".")[0] if f.name.startswith(".") else f.stem.split("_")[-1]
+            if timeline.is_completed(instant):
+                out.setdefault(partition, set()).add(f.name)
+    return out
+
+
+def _value(wrapped: Any) -> Any:
+    return None if wrapped is None else wrapped[1]["value"]
+
+
+def _check_column_stats(table: HoodieTable) -> None:
+    """One record per committed file and indexed column; a base file's min, max and null count
+    equal pyarrow's over the file's values."""
+    stats = MetadataTable.open(table, table.reload()).read_partition("column_stats")
+    live = [p["ColumnStatsMetadata"] for p in stats.values() if not p["ColumnStatsMetadata"]["isDeleted"]]
+    files = _committed_files(table)
+    columns = indexed_columns(table)
+    assert {(s["fileName"], s["columnName"]) for s in live} == {
+        (name, c) for names in files.values() for name in names for c in columns
+    }
+    by_file = {(s["fileName"], s["columnName"]): s for s in live}
+    for partition, names in files.items():
+        for name in (n for n in names if n.endswith(".parquet")):
+            data = pq.read_table(Path(table.base_path) / partition / name)
+            for column in ("id", "ts", "v"):
+                s = by_file[(name, column)]
+                lo, hi = pc.min_max(data[column]).values()
+                assert (_value(s["minValue"]), _value(s["maxValue"])) == (lo.as_py(), hi.as_py()), (
+                    name,
+                    column,
+                )
+                assert s["nullCount"] == data[column].null_count and s["valueCount"] == data.num_rows
+
+
+def _check_partition_stats(table: HoodieTable, snapshot: pa.Table) -> None:
+    """Each partition's range holds every live value there (what data skipping relies on)."""
+    stats = MetadataTable.open(table, table.reload()).read_partition("partition_stats")
+    ranges = {
+        (p["ColumnStatsMetadata"]["fileName"], p["ColumnStatsMetadata"]["columnName"]): p[
+            "ColumnStatsMetadata"
+        ]
+        for p in stats.values()
+    }
+    for row in snapshot.select(["p", "id", "ts"]).to_pylist():
+        for column in ("id", "ts"):
+            s = ranges[(row["p"], column)]
+            assert _value(s["minValue"]) <= row[column] <= _value(s["maxValue"])
+
+
+def _requested(table: HoodieTable, ts: str) -> IndexPlan:
+    return table.index_plan(ts, table.reload())
+
+
+def _expected(ids: Mapping[int, int]) -> list[tuple[str, int]]:
+    return sorted((f"k{i}", ts) for i, ts in ids.items())
+
+
+def test_indexing_builds_the_partitions_while_writers_write(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    table = new_table(path)
+    writer = HoodieWriter(table)
+    writer.insert(rows(range(30), 1))
+    writer.upsert(rows(range(20, 40), 2))
+    live = {i: 1 for i in range(20)} | {i: 2 for i in range(20, 40)}
+    ctx = ServiceContext(table, options=BUILD)
+
+    scheduled = schedule_indexing(ctx)
+    assert scheduled is not None and scheduled.instant_time is not None
+    last_write = table.reload().completed().writes().last()
+    assert last_write is not None
+    plan = _requested(table, scheduled.instant_time)
+    assert plan.partition_paths() == NEW_PARTITIONS
+    assert {i.index_upto_instant for i in plan.index_partition_infos or ()} == {last_write.requested_time}
+    assert schedule_indexing(ctx) is None, "one indexer at a time"
+
+    # After planning, before execution: part of the build's snapshot.
+    writer.upsert(rows(range(35, 45), 3))
+    live |= {i: 3 for i in range(35, 45)}
+
+    # Opened before the indexer started: it learns of the new partitions under the lock.
+    other = HoodieWriter(HoodieTable.open(str(path)))
+
+    def concurrent() -> None:  # commit after the snapshot: they log to the new partitions
+        other.upsert(rows(range(40, 50), 4))
+        other.delete(_keys_only(range(0, 5), 5))
+
+    result = execute_indexing(ctx, scheduled.instant_time, WritesDuringBuild(concurrent))
+    live = {i: ts for i, ts in (live | {i: 4 for i in range(40, 50)}).items() if i >= 5}
+
+    fresh = HoodieTable.open(str(path))
+    assert set(fresh.config.metadata_partitions) == {"files", *NEW_PARTITIONS}
+    assert fresh.config.metadata_partitions_inflight == ()
+    assert result.details["records"]["record_index"] == 45, "the snapshot's keys (k0..k44)"
+    completed = fresh.reload().get(scheduled.instant_time, Action.INDEXING)
+    assert completed is not None and completed.is_completed
+    commit = IndexCommitMetadata.from_bytes(
+        (
+            path / ".hoodie" / "timeline" / f"{scheduled.instant_time}_{completed.completion_time}.indexing"
+        ).read_bytes(),
+        8,
+    )
+    last = fresh.reload().completed().writes().last()
+    assert last is not None
+    assert [i.metadata_partition_path for i in commit.index_partition_infos or ()] == NEW_PARTITIONS
+    assert {i.index_upto_instant for i in commit.index_partition_infos or ()} == {last.requested_time}
+
+    snapshot = _hudi_rs(path)
+    assert sorted(zip(snapshot["id"].to_pylist(), snapshot["ts"].to_pylist(), strict=True)) == _expected(live)
+    ours = TableReader(fresh).snapshot()
+    assert sorted(ours["_hoodie_record_key"].to_pylist()) == sorted(
+        snapshot["_hoodie_record_key"].to_pylist()
+    )
+    _check_record_index(fresh, snapshot)
+    _check_column_stats(fresh)
+    _check_partition_stats(fresh, snapshot)
+
+    # Later writes keep the new partitions current.
+    HoodieWriter(fresh).upsert(rows(range(60, 66), 6))
+    HoodieWriter(fresh).delete(_keys_only(range(5, 8), 7))
+    snapshot = _hudi_rs(path)
+    assert len(snapshot) == len(live) + 6 - 3
+    _check_record_index(fresh, snapshot)
+    _check_column_stats(fresh)
+
+
+def test_an_abandoned_build_is_dropped_and_built_again(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    table = new_table(path)
+    writer = HoodieWriter(table)
+    writer.insert(rows(range(12), 1))
+    ctx = ServiceContext(table, options={"hoodie.metadata.record.index.enable": "true"})
+    scheduled = schedule_indexing(ctx)
+    assert scheduled is not None and scheduled.instant_time is not None
+    with pytest.raises(RuntimeError, match="executor lost"):
+        execute_indexing(ctx, scheduled.instant_time, DiesDuringBuild())
+
+    left = HoodieTable.open(str(path))
+    assert left.config.metadata_partitions_inflight == ("record_index",)
+    assert "record_index" not in left.config.metadata_partitions
+    # Writers go on meanwhile, logging to the half-built partition; readers do not read it.
+    HoodieWriter(left).upsert(rows(range(10, 16), 2))
+    assert len(_hudi_rs(path)) == 16
+
+    result = execute_indexing(
+        ServiceContext(HoodieTable.open(str(path)), options=ctx.options),
+        scheduled.instant_time,
+        LocalRunner(),
+    )
+    assert result.instant.is_completed
+    fresh = HoodieTable.open(str(path))
+    assert fresh.config.metadata_partitions_inflight == ()
+    mdt = MetadataTable.open(fresh, fresh.reload())
+    builds = [i for i in mdt.timeline.completed() if i.requested_time.startswith("00000000000000")]
+    assert [i.requested_time for i in builds] == ["00000000000000000", "00000000000000001"], (
+        "the dead attempt's build instant was rolled back and its time reused"
+    )
+    _check_record_index(fresh, _hudi_rs(path))
+
+
+def test_requests_hts_cannot_build_are_refused_naming_them(tmp_path: Path) -> None:
+    table = new_table(tmp_path / "t")
+    HoodieWriter(table).insert(rows(range(3), 1))
+    before = sorted(p.name for p in (tmp_path / "t" / ".hoodie" / "timeline").iterdir())
+    with pytest.raises(InvalidInputError, match="hoodie.metadata.record.index.enable"):
+        requested_partitions(table, {})
+    with pytest.raises(UnsupportedTableError, match="bloom_filters"):
+        schedule_indexing(
+            ServiceContext(table, options={"hoodie.metadata.index.bloom.filter.enable": "true"})
+        )
+    with pytest.raises(InvalidInputError, match="column.stats"):
+        requested_partitions(table, {"hoodie.metadata.index.partition.stats.enable": "true"})
+    assert sorted(p.name for p in (tmp_path / "t" / ".hoodie" / "timeline").iterdir()) == before
+
+
+def test_cli_runs_indexing_and_builds_the_metadata_table_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "t"
+    table = new_table(path, metadata_table=False)
+    HoodieWriter(table).insert(rows(range(9), 1))
+    assert not (path / ".hoodie" / "metadata").exists()
+    assert (
+        main(
+            [
+                "run",
+                "indexing",
+                str(path),
+                "--option",
+                "hoodie.metadata.record.index.enable=true",
+                "--spark-master",
+                "in-process",
+                "--json",
+            ]
+        )
+        == 0
+    )
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["executed"], summary
+    fresh = HoodieTable.open(str(path))
+    assert set(fresh.config.metadata_partitions) == {"files", "record_index"}
+    plan = IndexPlan.from_bytes(
+        (path / ".hoodie" / "timeline" / f"{summary['scheduled']}.indexing.requested").read_bytes(), 8
+    )
+    assert plan.partition_paths() == ["files", "record_index"]
+    _check_record_index(fresh, _hudi_rs(path))
+    assert main(["schedule", "indexing", str(path)]) != 0
+    assert "hoodie.metadata.index.column.stats.enable=true" in capsys.readouterr().err
