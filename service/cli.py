@@ -101,6 +101,11 @@ def cmd_write(args: argparse.Namespace) -> int:
             table_version=TableVersion(args.table_version),
             hive_style_partitioning=args.hive_style,
             extra_properties={k: v for k, v in hudi_options.items() if k.startswith("hoodie.table.")},
+            metadata_table=(
+                hudi_options["hoodie.metadata.enable"].strip().lower() == "true"
+                if "hoodie.metadata.enable" in hudi_options
+                else None
+            ),
         )
     table = HoodieTable.open(args.table)
     if args.log_block_format:
@@ -355,6 +360,7 @@ def build_parser() -> argparse.ArgumentParser:
         "savepoint",
         "restore",
         "indexing",
+        "metadata",
     )
     verbs = {
         "schedule": "write a table-service plan (REQUESTED instant)",

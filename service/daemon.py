@@ -40,7 +40,9 @@ from service.watcher import TableWatch, lazy_failed_writes, look
 
 log = logging.getLogger("hts.daemon")
 
-TRIGGERABLE = ("compaction", "logcompaction", "clustering", "clean", "archival", "indexing")
+TRIGGERABLE = ("compaction", "logcompaction", "clustering", "clean", "archival", "indexing", "metadata")
+RUN_NOW = ("archival", "metadata")
+"""Services whose plan never goes on the timeline: scheduling and executing are one run."""
 POLICY_DEFAULTS: dict[str, dict[str, str]] = {
     # Self-scheduling uses Hudi's own trigger defaults unless the policy's options say otherwise
     # (a REST trigger plans at once instead).
@@ -293,7 +295,7 @@ class Daemon:
             if now < self._policy_due.get(key, 0.0):
                 continue
             self._policy_due[key] = now + policy.interval_s
-            kind = "run" if service == "archival" else "schedule"
+            kind = "run" if service in RUN_NOW else "schedule"
             options = {**POLICY_DEFAULTS.get(service, {}), **policy.options}
             item = WorkItem(entry.id, service, kind, None, "policy", entry.config.priority - 1, options)
             # A policy check leaves a run in the history only when it plans (or fails).
@@ -521,7 +523,7 @@ class Daemon:
             _check_index_request(entry, options or {})
         if instant is not None:
             self.gave_up.pop((table_id, instant), None)
-        kind = "run" if service == "archival" else "trigger"
+        kind = "run" if service in RUN_NOW else "trigger"
         item = WorkItem(
             table_id, service, kind, instant, "api", entry.config.priority + 10, dict(options or {})
         )

@@ -147,7 +147,7 @@ class Executor:
                 return self._schedule(item, ctx)
             if item.kind == "trigger":
                 return self._trigger(item, ctx)
-            if item.kind == "run":  # archival: plan and carry out in one go
+            if item.kind == "run":  # archival, metadata: plan and carry out in one go
                 return self._archive(item, ctx)
             raise RunFailed(f"unknown work kind {item.kind!r}", retry=False)
         except InstantBusyError as e:

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from service.errors import ConfigError
 
-SERVICES = ("compaction", "logcompaction", "clustering", "clean", "archival")
+SERVICES = ("compaction", "logcompaction", "clustering", "clean", "archival", "metadata")
 """Services the daemon can self-schedule by policy (execution also covers rollback of abandoned work)."""
 WATCHED = ("compaction", "logcompaction", "clustering", "clean", "indexing")
 """Actions whose REQUESTED instants the daemon looks for on timelines."""

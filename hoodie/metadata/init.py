@@ -61,6 +61,7 @@ DEFAULT_FILE_GROUPS = {
     MetadataPartition.COLUMN_STATS: 2,
     MetadataPartition.PARTITION_STATS: 1,
     MetadataPartition.RECORD_INDEX: 10,
+    MetadataPartition.BLOOM_FILTERS: 4,  # hoodie.metadata.index.bloom.filter.file.group.count
 }
 
 

@@ -82,10 +82,20 @@ def partition_id(partition_path: str) -> str:
     return partition_path or NON_PARTITIONED_NAME
 
 
+def _file_index_id(file_name: str) -> str:
+    """Hudi's ``FileIndexID``: the MD5 of the file name, standard base64."""
+    return base64.b64encode(hashlib.md5(file_name.encode("utf-8")).digest()).decode("ascii")
+
+
 def column_stats_key(column: str, partition_path: str, file_name: str) -> str:
     """The ``column_stats`` key of ``column`` in data file ``file_name`` of ``partition_path``."""
-    digest = base64.b64encode(hashlib.md5(file_name.encode("utf-8")).digest()).decode("ascii")
-    return hash_id(column) + hash_id(partition_id(partition_path)) + digest
+    return hash_id(column) + hash_id(partition_id(partition_path)) + _file_index_id(file_name)
+
+
+def bloom_filter_key(partition_path: str, file_name: str) -> str:
+    """The ``bloom_filters`` key of base file ``file_name`` of ``partition_path``
+    (``HoodieMetadataPayload.getBloomFilterRecordKey``: partition id, then file id)."""
+    return hash_id(partition_id(partition_path)) + _file_index_id(file_name)
 
 
 def partition_stats_key(column: str, partition_path: str) -> str:

@@ -284,6 +284,22 @@ def secondary_index_payload(*, deleted: bool = False) -> Payload:
     return payload
 
 
+def bloom_filter_payload(
+    bloom_type: str, instant_time: str, data: bytes, *, deleted: bool = False
+) -> Payload:
+    """A ``bloom_filters`` record: a base file's serialized filter (its footer string as UTF-8
+    bytes), the filter type's name, and the instant that wrote the record; a deleted file gets
+    ``isDeleted`` and no bytes."""
+    payload = _empty(RecordType.BLOOM_FILTER)
+    payload["BloomFilterMetadata"] = {
+        "type": bloom_type,
+        "timestamp": instant_time,
+        "bloomFilter": b"" if deleted else bytes(data),
+        "isDeleted": deleted,
+    }
+    return payload
+
+
 def column_stats_payload(stats: Mapping[str, Any], *, partition_stats: bool = False) -> Payload:
     """A ``column_stats`` (or ``partition_stats``) record around one HoodieMetadataColumnStats."""
     payload = _empty(RecordType.PARTITION_STATS if partition_stats else RecordType.COLUMN_STATS)

@@ -7,9 +7,11 @@ metadata writer does (hudi-format.md §6.4), and commits them at the same instan
 
 * commit / deltacommit / compaction / log compaction / clustering / insert overwrite: every new
   file goes to ``files`` (and ``__all_partitions__`` lists the partitions written), to
-  ``column_stats`` per indexed column, and to ``partition_stats``; the record index gains the keys
-  of new file groups and follows records that clustering moved, and is left alone by compaction;
-* clean: deleted files become tombstones in ``files`` and ``column_stats``;
+  ``column_stats`` per indexed column, and to ``partition_stats`` (re-aggregated over the
+  partition's latest file slices, as tight bounds, once ``column_stats`` is built); every new
+  base file's footer bloom filter goes to ``bloom_filters``; the record index gains the keys of
+  new file groups and follows records that clustering moved, and is left alone by compaction;
+* clean: deleted files become tombstones in ``files``, ``column_stats`` and ``bloom_filters``;
 * rollback: the metadata-table instant of the rolled-back commit is rolled back too, and the
   files the rollback deleted become tombstones.
 """
@@ -24,11 +26,15 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+from hoodie.bloom import BLOOM_FILTER_FOOTER_KEY, BLOOM_TYPE_FOOTER_KEY
 from hoodie.errors import UnsupportedTableError
+from hoodie.file_group.base_file import BaseFile
+from hoodie.file_group.view import FileSystemView
 from hoodie.io.fileio import join
 from hoodie.keygen.factory import key_generator_from_properties
 from hoodie.metadata.keys import (
     ALL_PARTITIONS_KEY,
+    bloom_filter_key,
     column_stats_key,
     encode_file_id,
     partition_id,
@@ -37,6 +43,7 @@ from hoodie.metadata.keys import (
 from hoodie.metadata.records import (
     MetadataPartition,
     Payload,
+    bloom_filter_payload,
     column_stats_payload,
     files_payload,
     merge_payloads,
@@ -61,6 +68,7 @@ SUPPORTED_PARTITIONS = (
     MetadataPartition.COLUMN_STATS,
     MetadataPartition.PARTITION_STATS,
     MetadataPartition.RECORD_INDEX,
+    MetadataPartition.BLOOM_FILTERS,
 )
 
 
@@ -133,6 +141,7 @@ class _Builder:
         self.partitions = enabled_partitions(table)
         self.updates: dict[str, dict[str, Payload | None]] = {}
         self._mdt: MetadataTable | None = None
+        self._view: FileSystemView | None = None
         self._columns: list[str] | None = None
 
     @property
@@ -181,7 +190,39 @@ class _Builder:
             self.put(MetadataPartition.FILES, ALL_PARTITIONS_KEY, files_payload(gone, all_partitions=True))
 
     # -- column and partition stats -----------------------------------------------------------
-    def stats_added(self, added: Mapping[str, Mapping[str, int]], *, tight: bool) -> None:
+    def _latest_slice_stats(self, added: Mapping[str, Mapping[str, int]]) -> dict[str, list[Payload]]:
+        """Per partition, the column stats (from the metadata table, in one read) of the files
+        of its latest slices that this instant does not write, as Hudi's
+        ``getPartitionLatestFileSlicesIncludingInflight`` sees them: a file group that gets a
+        new base file here starts a new slice, so its current slice does not count; a
+        replacecommit is still inflight, so the groups it replaces still count."""
+        keys: dict[str, str] = {}
+        for partition, new_files in added.items():
+            rebased = {base.file_id for n in new_files if (base := BaseFile.parse(n, 0)) is not None}
+            for file_slice in self.view.latest_file_slices([partition]):
+                if file_slice.file_id in rebased:
+                    continue
+                names = [file_slice.base_file.name] if file_slice.base_file is not None else []
+                names += [lf.name for lf in file_slice.log_files]
+                for name in names:
+                    if name not in new_files:
+                        keys.update((column_stats_key(c, partition, name), partition) for c in self.columns)
+        out: dict[str, list[Payload]] = {}
+        if keys:
+            for key, payload in self.mdt.read_partition(MetadataPartition.COLUMN_STATS, keys).items():
+                out.setdefault(keys[key], []).append(payload["ColumnStatsMetadata"])
+        return out
+
+    @property
+    def view(self) -> FileSystemView:
+        if self._view is None:
+            self._view = self.table.file_system_view(timeline=self.timeline)
+        return self._view
+
+    def stats_added(self, added: Mapping[str, Mapping[str, int]]) -> None:
+        """Column stats of the new files, and partition stats as Hudi 1.x computes them: with
+        ``column_stats`` built, over the latest slices including this instant's files, as tight
+        bounds; otherwise (column stats still being built) over the new files only, not tight."""
         want_files = self.enabled(MetadataPartition.COLUMN_STATS)
         want_partitions = self.enabled(MetadataPartition.PARTITION_STATS)
         if not (want_files or want_partitions) or not added:
@@ -190,8 +231,8 @@ class _Builder:
 
         schema = self.table.latest_schema_json()
         assert schema is not None
+        computed: dict[str, list[dict[str, Any]]] = {}
         for partition, files in added.items():
-            computed: list[dict[str, Any]] = []
             for name in sorted(files):
                 stats = file_column_stats(
                     self.table.fileio,
@@ -202,17 +243,45 @@ class _Builder:
                     schema,
                     table_version=self.table.table_version,
                 )
-                computed.extend(stats)
+                computed.setdefault(partition, []).extend(stats)
                 if want_files:
                     for s in stats:
                         key = column_stats_key(s["columnName"], partition, name)
                         self.put(MetadataPartition.COLUMN_STATS, key, column_stats_payload(s))
-            if want_partitions and computed:
-                for s in partition_stats(partition, computed, tight_bound=tight):
-                    key = partition_stats_key(s["columnName"], partition)
-                    self.put(
-                        MetadataPartition.PARTITION_STATS, key, column_stats_payload(s, partition_stats=True)
-                    )
+        if not want_partitions:
+            return
+        tight = MetadataPartition.COLUMN_STATS in self.table.config.metadata_partitions
+        current = self._latest_slice_stats(added) if tight else {}
+        for partition, stats in computed.items():
+            if not stats:
+                continue
+            for s in partition_stats(partition, current.get(partition, []) + stats, tight_bound=tight):
+                key = partition_stats_key(s["columnName"], partition)
+                self.put(
+                    MetadataPartition.PARTITION_STATS, key, column_stats_payload(s, partition_stats=True)
+                )
+
+    # -- bloom filters ------------------------------------------------------------------------
+    def blooms_added(self, added: Mapping[str, Mapping[str, int]]) -> None:
+        """One record per new base file, holding the filter from its footer."""
+        if not self.enabled(MetadataPartition.BLOOM_FILTERS):
+            return
+        for partition, files in added.items():
+            for name in files:
+                if not name.endswith(".parquet"):
+                    continue
+                payload = base_file_bloom_payload(self.table, partition, name, self.instant_time)
+                if payload is not None:
+                    self.put(MetadataPartition.BLOOM_FILTERS, bloom_filter_key(partition, name), payload)
+
+    def blooms_deleted(self, deleted: Mapping[str, Iterable[str]]) -> None:
+        if not self.enabled(MetadataPartition.BLOOM_FILTERS):
+            return
+        for partition, names in deleted.items():
+            for name in names:
+                if name.endswith(".parquet"):
+                    tombstone = bloom_filter_payload(DEFAULT_BLOOM_TYPE, self.instant_time, b"", deleted=True)
+                    self.put(MetadataPartition.BLOOM_FILTERS, bloom_filter_key(partition, name), tombstone)
 
     def stats_deleted(self, deleted: Mapping[str, Iterable[str]]) -> None:
         if not self.enabled(MetadataPartition.COLUMN_STATS):
@@ -241,6 +310,26 @@ class _Builder:
             self.put(MetadataPartition.RECORD_INDEX, key, payload)
         for key in changes.deleted:
             self.put(MetadataPartition.RECORD_INDEX, key, None)
+
+
+DEFAULT_BLOOM_TYPE = "DYNAMIC_V0"
+"""``hoodie.bloom.index.filter.type``'s default: the type named in tombstones."""
+
+
+def base_file_bloom_payload(
+    table: HoodieTable, partition: str, file_name: str, instant_time: str
+) -> Payload | None:
+    """The ``bloom_filters`` record of a base file, from its footer (None when it has no filter:
+    Hudi then writes no record either)."""
+    path = join(table.base_path, partition, file_name) if partition else join(table.base_path, file_name)
+    with table.fileio.open_input(path) as f:
+        footer = pq.ParquetFile(f).metadata.metadata or {}
+    text = footer.get(BLOOM_FILTER_FOOTER_KEY.encode())
+    if text is None:
+        log.warning("%s has no bloom filter in its footer; no bloom_filters record", path)
+        return None
+    kind = (footer.get(BLOOM_TYPE_FOOTER_KEY.encode()) or b"SIMPLE").decode()
+    return bloom_filter_payload(kind, instant_time, text)
 
 
 def _written_files(metadata: CommitMetadata) -> dict[str, dict[str, int]]:
@@ -287,7 +376,8 @@ def metadata_updates(
         added = _written_files(metadata)
         b.files_added(added)
         service = instant.action in (Action.COMPACTION, Action.LOG_COMPACTION, Action.CLUSTERING)
-        b.stats_added(added, tight=service and instant.action is not Action.LOG_COMPACTION)
+        b.stats_added(added)
+        b.blooms_added(added)
         if instant.action is Action.CLUSTERING:
             b.locate(_new_file_locations(table, metadata), instant.requested_time)
         elif record_index is not None:
@@ -305,6 +395,7 @@ def metadata_updates(
         gone = [p for p, m in clean.partition_metadata.items() if m.is_partition_deleted]
         b.files_deleted(deleted, gone)
         b.stats_deleted(deleted)
+        b.blooms_deleted(deleted)
     elif action is Action.ROLLBACK:
         # Only files the metadata table lists become tombstones: a failed attempt's files were
         # never listed (its metadata-table instant was rolled back first), and a retry may write
@@ -318,6 +409,7 @@ def metadata_updates(
         }
         b.files_deleted({p: names for p, names in deleted.items() if names})
         b.stats_deleted({p: names for p, names in deleted.items() if names})
+        b.blooms_deleted({p: names for p, names in deleted.items() if names})
     else:
         return {}
     return {p: u for p, u in b.updates.items() if u}

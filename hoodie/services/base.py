@@ -260,6 +260,7 @@ KNOWN_SERVICES = (
     "savepoint",
     "restore",
     "indexing",
+    "metadata",
 )
 
 

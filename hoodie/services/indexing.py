@@ -1,7 +1,7 @@
 """INDEXING: build metadata-table partitions while writers keep writing (Hudi's async indexer).
 
-Apache Hudi's ``HoodieIndexer`` builds ``column_stats``, ``partition_stats`` or ``record_index``
-for a table that lacks them, without stopping its writers. hts runs the same action, written
+Apache Hudi's ``HoodieIndexer`` builds ``column_stats``, ``partition_stats``, ``bloom_filters`` or
+``record_index`` for a table that lacks them, without stopping its writers. hts runs the same action, written
 the way Hudi writes it so that Hudi's writers and readers and hudi-rs keep working:
 
 * **Schedule** writes ``T.indexing.requested``: a ``HoodieIndexPlan`` naming each partition to
@@ -17,7 +17,8 @@ the way Hudi writes it so that Hudi's writers and readers and hudi-rs keep worki
   starts: the initialisation time is older than every data instant.
 * **Build**, without the lock, as one task per data partition on the runner (Spark): column
   statistics of every file the ``files`` partition lists in the snapshot, partition statistics
-  of the latest file slices (tight bounds), and the record index of every key in the latest
+  of the latest file slices (tight bounds), the footer bloom filter of every listed base file
+  (stamped with the file's commit time), and the record index of every key in the latest
   slices, at the slice's file group and base instant. The records become base HFiles at the
   initialisation time.
 * **Catch-up and complete**, under the lock: commits that completed during the build already
@@ -29,8 +30,8 @@ the way Hudi writes it so that Hudi's writers and readers and hudi-rs keep worki
 A run that died leaves the instant inflight; the next claim (after its heartbeat expired) drops
 the partial partitions and builds again. Writers that do not re-read the properties (Apache
 Hudi's, configured before the indexer started) miss the new partitions, as they do with Hudi's
-own indexer. ``bloom_filters``, secondary and expression indexes are refused: hts cannot keep
-them current on later writes.
+own indexer. Secondary and expression indexes are refused: hts cannot keep them current on
+later writes.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hoodie.errors import InvalidInputError, TableServiceError, UnsupportedTableError
+from hoodie.file_group.base_file import BaseFile
 from hoodie.io.fileio import join
 from hoodie.keygen.factory import key_generator_from_properties
 from hoodie.metadata.column_stats import file_column_stats, indexed_columns, partition_stats
@@ -53,13 +55,14 @@ from hoodie.metadata.init import (
     start_partition_build,
     write_partition_base,
 )
-from hoodie.metadata.keys import column_stats_key, encode_file_id, partition_stats_key
+from hoodie.metadata.keys import bloom_filter_key, column_stats_key, encode_file_id, partition_stats_key
 from hoodie.metadata.records import (
     MetadataPartition,
     Payload,
     column_stats_payload,
     record_index_payload,
 )
+from hoodie.metadata.sync import base_file_bloom_payload
 from hoodie.metadata.table import MetadataTable, open_metadata_table
 from hoodie.metadata.writer import rollback_metadata_instant
 from hoodie.models.compaction import CompactionOperation
@@ -101,6 +104,7 @@ PARTITION_KEYS = {
 BUILDABLE = (
     MetadataPartition.COLUMN_STATS,
     MetadataPartition.PARTITION_STATS,
+    MetadataPartition.BLOOM_FILTERS,
     MetadataPartition.RECORD_INDEX,
 )
 OPERATION = "BULK_INSERT"
@@ -249,6 +253,17 @@ def index_data_partition(task: Task) -> TaskResult:
             for s in partition_stats(partition, in_latest, tight_bound=True):
                 key = partition_stats_key(s["columnName"], partition)
                 out[MetadataPartition.PARTITION_STATS][key] = column_stats_payload(s, partition_stats=True)
+    if MetadataPartition.BLOOM_FILTERS in wanted:
+        for name in task["files"]:
+            base = BaseFile.parse(name, 0)
+            if base is None or not name.endswith(".parquet"):
+                continue
+            try:
+                payload = base_file_bloom_payload(table, partition, name, base.commit_time)
+            except FileNotFoundError:  # cleaned meanwhile: the clean logs its tombstone to us
+                continue
+            if payload is not None:
+                out[MetadataPartition.BLOOM_FILTERS][bloom_filter_key(partition, name)] = payload
     if MetadataPartition.RECORD_INDEX in wanted:
         for raw in task["slices"]:
             op = CompactionOperation.from_avro(raw)

@@ -123,6 +123,14 @@ def test_rest_trigger_builds_a_record_index(tmp_path: Path) -> None:
             what="the indexing run",
         )
         assert done["details"]["records"] == {"record_index": 20}
+        # The metadata table's own services, on demand: compaction when forced by the count.
+        body = {"options": {"hoodie.metadata.compact.max.delta.commits": "1"}}
+        services = client.post("/v1/tables/t/metadata", json=body).json()
+        ran = wait_for(
+            lambda: (r := client.get(f"/v1/runs/{services['id']}").json())["state"] == "succeeded" and r,
+            what="the metadata run",
+        )
+        assert ran["kind"] == "run" and ran["details"]["compaction"] is not None
     table = HoodieTable.open(str(path))
     assert "record_index" in table.config.metadata_partitions
     indexed = MetadataTable.open(table, table.reload()).read_partition("record_index")
@@ -245,10 +253,10 @@ def test_bad_requests_get_clear_errors(tmp_path: Path) -> None:
         assert (
             indexing.status_code == 400 and "hoodie.metadata.record.index.enable" in indexing.json()["error"]
         )
-        bloom = client.post(
-            "/v1/tables/t/indexing", json={"options": {"hoodie.metadata.index.bloom.filter.enable": "true"}}
+        secondary = client.post(
+            "/v1/tables/t/indexing", json={"options": {"hoodie.metadata.index.secondary.enable": "true"}}
         )
-        assert bloom.status_code == 409 and "bloom_filters" in bloom.json()["error"]
+        assert secondary.status_code == 409 and "secondary_index_" in secondary.json()["error"]
         assert client.get("/v1/tables/t/plans/20990101000000000").status_code == 404
         assert client.get("/v1/runs/999").json() == {"error": "no run 999"}
         assert client.get("/v1/runs", params={"state": "exploded"}).status_code == 400

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from hoodie.table import HoodieTable
 from service.cli import main
 from tests.conftest import fixture_path
 
@@ -46,6 +47,23 @@ def test_write_create_upsert_read_and_timeline(tmp_path: Path, capsys: pytest.Ca
     )
     assert code == 0
     assert "2 inserted" in capsys.readouterr().out
+    assert HoodieTable.open(str(table)).config.metadata_partitions == ("files",), (
+        "a metadata table by default"
+    )
+    plain = tmp_path / "plain"
+    create = [
+        "write",
+        str(plain),
+        "--input",
+        str(first),
+        "--operation",
+        "insert",
+        "--create",
+        "--record-key",
+        "id",
+    ]
+    assert main([*create, "--option", "hoodie.metadata.enable=false"]) == 0
+    assert not (plain / ".hoodie" / "metadata").exists()
     second = _write_input(tmp_path / "b.parquet", [{"id": "1", "ts": 2, "name": "ANN"}])
     assert (
         main(

@@ -15,12 +15,16 @@ import pyarrow.parquet as pq
 import pytest
 from hudi import HudiTableBuilder
 
+from hoodie.bloom import deserialize_bloom_filter
 from hoodie.errors import InvalidInputError, UnsupportedTableError
 from hoodie.metadata.column_stats import indexed_columns
+from hoodie.metadata.keys import bloom_filter_key
 from hoodie.metadata.table import MetadataTable
 from hoodie.models.index import IndexCommitMetadata, IndexPlan
 from hoodie.read.reader import TableReader
 from hoodie.services.base import LocalRunner, ServiceContext, Task, TaskFunction, TaskResult
+from hoodie.services.clean import CleanPolicy, execute_clean, schedule_clean
+from hoodie.services.compaction import CompactionPolicy, execute_compaction, schedule_compaction
 from hoodie.services.indexing import execute_indexing, requested_partitions, schedule_indexing
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action
@@ -28,8 +32,12 @@ from hoodie.write.writer import HoodieWriter
 from service.cli import main
 from tests.tables import new_table, rows
 
-BUILD = {"hoodie.metadata.index.column.stats.enable": "true", "hoodie.metadata.record.index.enable": "true"}
-NEW_PARTITIONS = ["column_stats", "partition_stats", "record_index"]
+BUILD = {
+    "hoodie.metadata.index.column.stats.enable": "true",
+    "hoodie.metadata.index.bloom.filter.enable": "true",
+    "hoodie.metadata.record.index.enable": "true",
+}
+NEW_PARTITIONS = ["column_stats", "partition_stats", "bloom_filters", "record_index"]
 
 
 class WritesDuringBuild(LocalRunner):
@@ -134,9 +142,12 @@ def _check_column_stats(table: HoodieTable) -> None:
                 assert s["nullCount"] == data[column].null_count and s["valueCount"] == data.num_rows
 
 
-def _check_partition_stats(table: HoodieTable, snapshot: pa.Table) -> None:
-    """Each partition's range holds every live value there (what data skipping relies on)."""
-    stats = MetadataTable.open(table, table.reload()).read_partition("partition_stats")
+def _check_partition_stats(table: HoodieTable, snapshot: pa.Table, *, tight: bool) -> None:
+    """Each partition's range holds every live value there (what data skipping relies on);
+    ``tight``: it is Hudi's tight bound, the range of its latest file slices' files (not so
+    while writes during the build widened it: their stats could not be read then)."""
+    mdt = MetadataTable.open(table, table.reload())
+    stats = mdt.read_partition("partition_stats")
     ranges = {
         (p["ColumnStatsMetadata"]["fileName"], p["ColumnStatsMetadata"]["columnName"]): p[
             "ColumnStatsMetadata"
@@ -147,6 +158,43 @@ def _check_partition_stats(table: HoodieTable, snapshot: pa.Table) -> None:
         for column in ("id", "ts"):
             s = ranges[(row["p"], column)]
             assert _value(s["minValue"]) <= row[column] <= _value(s["maxValue"])
+    if not tight:
+        return
+    files = mdt.read_partition("column_stats")
+    by_file = {
+        (p["ColumnStatsMetadata"]["fileName"], p["ColumnStatsMetadata"]["columnName"]): p
+        for p in files.values()
+    }
+    view = table.file_system_view(timeline=table.reload())
+    for partition in ("p0", "p1", "p2"):
+        latest = [
+            n
+            for s in view.latest_file_slices([partition])
+            for n in ([s.base_file.name] if s.base_file else []) + [lf.name for lf in s.log_files]
+        ]
+        for column in ("id", "ts"):
+            values = [by_file[(n, column)]["ColumnStatsMetadata"] for n in latest]
+            s = ranges[(partition, column)]
+            assert s["isTightBound"], (partition, column)
+            assert _value(s["minValue"]) == min(_value(v["minValue"]) for v in values if v["minValue"])
+            assert _value(s["maxValue"]) == max(_value(v["maxValue"]) for v in values if v["maxValue"])
+
+
+def _check_bloom_filters(table: HoodieTable) -> None:
+    """One live record per committed base file, stamped with its commit time, whose filter holds
+    every key of the file."""
+    blooms = MetadataTable.open(table, table.reload()).read_partition("bloom_filters")
+    expected = set()
+    for partition, names in _committed_files(table).items():
+        for name in (n for n in names if n.endswith(".parquet")):
+            key = bloom_filter_key(partition, name)
+            expected.add(key)
+            info = blooms[key]["BloomFilterMetadata"]
+            assert info["timestamp"] == name.rsplit("_", 1)[1].split(".")[0] and not info["isDeleted"]
+            bloom = deserialize_bloom_filter(info["bloomFilter"], info["type"])
+            keys = pq.read_table(Path(table.base_path) / partition / name, columns=["_hoodie_record_key"])
+            assert all(bloom.might_contain(k) for k in keys.column(0).to_pylist()), name
+    assert set(blooms) == expected
 
 
 def _requested(table: HoodieTable, ts: str) -> IndexPlan:
@@ -214,7 +262,8 @@ def test_indexing_builds_the_partitions_while_writers_write(tmp_path: Path) -> N
     )
     _check_record_index(fresh, snapshot)
     _check_column_stats(fresh)
-    _check_partition_stats(fresh, snapshot)
+    _check_partition_stats(fresh, snapshot, tight=False)
+    _check_bloom_filters(fresh)
 
     # Later writes keep the new partitions current.
     HoodieWriter(fresh).upsert(rows(range(60, 66), 6))
@@ -223,6 +272,31 @@ def test_indexing_builds_the_partitions_while_writers_write(tmp_path: Path) -> N
     assert len(snapshot) == len(live) + 6 - 3
     _check_record_index(fresh, snapshot)
     _check_column_stats(fresh)
+    _check_partition_stats(fresh, snapshot, tight=True)
+    _check_bloom_filters(fresh)
+
+    # Compaction adds base files (and their records); a clean tombstones what it deletes.
+    compact = ServiceContext(HoodieTable.open(str(path)))
+    planned = schedule_compaction(compact, CompactionPolicy())
+    assert planned is not None and planned.instant_time is not None
+    execute_compaction(compact, planned.instant_time, LocalRunner())
+    _check_bloom_filters(HoodieTable.open(str(path)))
+    files_before = len(list(path.glob("p*/*")))
+    clean = ServiceContext(
+        HoodieTable.open(str(path)),
+        options={
+            "hoodie.cleaner.policy": "KEEP_LATEST_FILE_VERSIONS",
+            "hoodie.cleaner.fileversions.retained": "1",
+        },
+    )
+    scheduled_clean = schedule_clean(clean, CleanPolicy.from_options(clean.options))
+    assert scheduled_clean is not None and scheduled_clean.instant_time is not None
+    execute_clean(clean, scheduled_clean.instant_time, LocalRunner())
+    assert len(list(path.glob("p*/*"))) < files_before
+    fresh = HoodieTable.open(str(path))
+    _check_column_stats(fresh)
+    _check_bloom_filters(fresh)
+    _check_record_index(fresh, _hudi_rs(path))
 
 
 def test_an_abandoned_build_is_dropped_and_built_again(tmp_path: Path) -> None:
@@ -265,10 +339,8 @@ def test_requests_hts_cannot_build_are_refused_naming_them(tmp_path: Path) -> No
     before = sorted(p.name for p in (tmp_path / "t" / ".hoodie" / "timeline").iterdir())
     with pytest.raises(InvalidInputError, match="hoodie.metadata.record.index.enable"):
         requested_partitions(table, {})
-    with pytest.raises(UnsupportedTableError, match="bloom_filters"):
-        schedule_indexing(
-            ServiceContext(table, options={"hoodie.metadata.index.bloom.filter.enable": "true"})
-        )
+    with pytest.raises(UnsupportedTableError, match="secondary_index_"):
+        schedule_indexing(ServiceContext(table, options={"hoodie.metadata.index.secondary.enable": "true"}))
     with pytest.raises(InvalidInputError, match="column.stats"):
         requested_partitions(table, {"hoodie.metadata.index.partition.stats.enable": "true"})
     assert sorted(p.name for p in (tmp_path / "t" / ".hoodie" / "timeline").iterdir()) == before

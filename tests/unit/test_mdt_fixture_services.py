@@ -34,6 +34,7 @@ import pyarrow as pa
 import pytest
 from hudi import HudiTableBuilder
 
+from hoodie.metadata.column_stats import partition_stats
 from hoodie.metadata.table import MetadataTable
 from hoodie.read.reader import read_snapshot
 from hoodie.services.base import LocalRunner, ServiceContext, service_named
@@ -68,6 +69,7 @@ OPTIONS = {
 
 RECORD_INDEX = "record_index"
 COLUMN_STATS = "column_stats"
+PARTITION_STATS = "partition_stats"
 SECONDARY_PREFIX = "secondary_index_"
 PARTITION_METAFILE = ".hoodie_partition_metadata"
 
@@ -253,7 +255,38 @@ def _check(path: Path, what: str, before: Seen | None, instant_time: str | None)
             if r.get("ColumnStatsMetadata")
         }
         assert with_stats == {n for files in on_storage.values() for n in files}, what
+
+    # 6. Partition stats span the latest file slices' files (Hudi's tight bound; clustering's
+    #    replaced groups hold the same records, so their ranges agree).
+    if PARTITION_STATS in table.config.metadata_partitions:
+        _check_partition_stats(table, mdt, what)
     return Seen(rows, record_index, secondary)
+
+
+def _check_partition_stats(table: HoodieTable, mdt: MetadataTable, what: str) -> None:
+    file_stats: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in mdt.read_partition(COLUMN_STATS).values():
+        s = r["ColumnStatsMetadata"]
+        file_stats.setdefault((s["fileName"], s["columnName"]), []).append(s)
+    recorded = {
+        (r["ColumnStatsMetadata"]["fileName"], r["ColumnStatsMetadata"]["columnName"]): r[
+            "ColumnStatsMetadata"
+        ]
+        for r in mdt.read_partition(PARTITION_STATS).values()
+    }
+    view = table.file_system_view(timeline=table.reload())
+    for partition in {p for p, _ in recorded}:
+        names = [
+            n
+            for sl in view.latest_file_slices([partition])
+            for n in ([sl.base_file.name] if sl.base_file else []) + [lf.name for lf in sl.log_files]
+        ]
+        stats = [s for n in names for (f, _), ss in file_stats.items() if f == n for s in ss]
+        for expected in partition_stats(partition, stats, tight_bound=True):
+            got = recorded[(partition, expected["columnName"])]
+            assert (got["minValue"], got["maxValue"]) == (expected["minValue"], expected["maxValue"]), (
+                f"{what}: partition {partition!r} column {expected['columnName']}"
+            )
 
 
 # -- the test -----------------------------------------------------------------------------------

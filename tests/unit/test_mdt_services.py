@@ -437,3 +437,38 @@ def test_maintain_runs_what_is_due(table_copy: Any) -> None:
     out = maintain_metadata_table(ctx, policy=policy)
     assert out["clean"] is not None
     assert _records(path) == records
+
+
+def test_the_metadata_service_catches_up_after_writers_that_left_it_behind(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Writers configured never to compact the metadata table inline leave delta commits behind;
+    ``hts run metadata`` reports what is due, then compacts, and the listing stays right."""
+    from hoodie.write.writer import HoodieWriter
+    from service.cli import main
+    from tests.tables import new_table, rows
+
+    path = tmp_path / "t"
+    lazy = {"hoodie.metadata.compact.max.delta.commits": "1000"}
+    writer = HoodieWriter(new_table(path), write_props=lazy)
+    for ts in range(1, 6):
+        writer.upsert(rows(range(ts * 3), ts))
+    mdt = open_metadata_table(HoodieTable.open(str(path)))
+    assert not mdt.reload().actions(Action.COMMIT), "no inline compaction with that setting"
+    due = ["--option", "hoodie.metadata.compact.max.delta.commits=3"]
+    assert main(["schedule", "metadata", str(path), *due, "--json"]) == 0
+    planned = json.loads(capsys.readouterr().out)
+    assert "compact after 6 delta commits" in planned["reason"]
+    assert main(["run", "metadata", str(path), *due, "--spark-master", "in-process", "--json"]) == 0
+    done = json.loads(capsys.readouterr().out)["executed"][0]
+    compaction = mdt.reload().completed().actions(Action.COMMIT).last()
+    assert compaction is not None and done["compaction"] == compaction.requested_time
+    table = HoodieTable.open(str(path))
+    listed = MetadataTable.open(table, table.reload()).list_files()
+    on_disk = {
+        p: {f.name for f in (path / p).iterdir() if not f.name.startswith(".hoodie_partition")}
+        for p in listed
+    }
+    assert {p: set(files) for p, files in listed.items()} == on_disk
+    assert main(["schedule", "metadata", str(path), *due]) == 0
+    assert "nothing" in capsys.readouterr().out.lower()
