@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from enum import IntEnum
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
@@ -461,9 +462,7 @@ def _log_stats(
     table_schema_json: Mapping[str, Any],
     v2: bool,
 ) -> list[dict[str, Any]]:
-    record = parse_record(add_meta_fields(dict(table_schema_json)))
-    fields = {f.name: f.type for f in record.fields}
-    present = [c for c in columns if c in fields]
+    fields, present, schema = _log_columns(columns, table_schema_json)
     blocks = read_blocks(fileio.read_bytes(path), path)
     rolled_back = {b.target_instant_time for b in blocks if b.is_rollback}
     data = [
@@ -471,9 +470,46 @@ def _log_stats(
         for b in blocks
         if b.block_type in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA) and b.instant_time not in rolled_back
     ]
-    schema = pa.schema([arrow_field(c, fields[c]) for c in present])
     parts = [decode_data_block(b, schema) for b in data]
     table = pa.concat_tables(parts) if parts else schema.empty_table()
+    return _records_stats(table, file_name, fields, present, v2)
+
+
+def _log_columns(
+    columns: Sequence[str], table_schema_json: Mapping[str, Any]
+) -> tuple[dict[str, AvroType], list[str], pa.Schema]:
+    return _parsed_log_columns(tuple(columns), json.dumps(table_schema_json, sort_keys=True))
+
+
+@lru_cache(maxsize=64)  # one schema for every file of a commit
+def _parsed_log_columns(
+    columns: tuple[str, ...], schema_text: str
+) -> tuple[dict[str, AvroType], list[str], pa.Schema]:
+    record = parse_record(add_meta_fields(json.loads(schema_text)))
+    fields = {f.name: f.type for f in record.fields}
+    present = [c for c in columns if c in fields]
+    return fields, present, pa.schema([arrow_field(c, fields[c]) for c in present])
+
+
+def log_records_stats(
+    records: pa.Table,
+    file_name: str,
+    columns: Sequence[str],
+    table_schema_json: Mapping[str, Any],
+    *,
+    table_version: int,
+) -> list[dict[str, Any]]:
+    """:func:`file_column_stats` of a log file whose single data block holds ``records`` (the
+    writer has them in memory: reading the file back would decode them again)."""
+    v2 = _check_version(table_version)
+    fields, present, schema = _log_columns(columns, table_schema_json)
+    table = records.select(present).cast(schema)
+    return _records_stats(table, file_name, fields, present, v2)
+
+
+def _records_stats(
+    table: pa.Table, file_name: str, fields: Mapping[str, AvroType], present: Sequence[str], v2: bool
+) -> list[dict[str, Any]]:
     rows = table.num_rows
     out: list[dict[str, Any]] = []
     for column in present:

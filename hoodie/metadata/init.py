@@ -26,7 +26,7 @@ from hoodie.file_group.log_block import BlockType, HeaderKey, encode_block
 from hoodie.file_group.log_writer import delete_block_content
 from hoodie.file_group.view import list_partition
 from hoodie.io.fileio import join
-from hoodie.metadata.keys import ALL_PARTITIONS_KEY, file_group_index, partition_id
+from hoodie.metadata.keys import ALL_PARTITIONS_KEY, file_group_indexes, partition_id
 from hoodie.metadata.records import (
     MetadataPartition,
     Payload,
@@ -162,8 +162,9 @@ def write_partition_base(
     version = data_table.table_version
     n = file_group_count(partition, num_file_groups)
     groups: dict[int, dict[str, Payload]] = {i: {} for i in range(n)}
-    for key, payload in records.items():
-        groups[file_group_index(key, n)][key] = payload
+    keys = list(records)
+    for key, index in zip(keys, file_group_indexes(keys, n).tolist(), strict=True):
+        groups[index][key] = records[key]
     stats: list[WriteStat] = []
     for i, group in groups.items():
         if not group:

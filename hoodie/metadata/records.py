@@ -241,6 +241,15 @@ def parse_writer_schema(text: str) -> Any:
     return fastavro.parse_schema(json.loads(text))
 
 
+@cache
+def writer_schema_for(text: str, table_version: int) -> Any | None:
+    """The parsed writer schema named by ``text``, or None when it is the reader's own schema:
+    decoding then skips schema resolution, which costs as much again."""
+    if not text or json.loads(text) == metadata_schema(table_version):
+        return None
+    return parse_writer_schema(text)
+
+
 def _empty(record_type: RecordType) -> Payload:
     return {
         "key": "",

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hoodie.bloom import BLOOM_FILTER_FOOTER_KEY, BLOOM_TYPE_FOOTER_KEY
@@ -134,8 +135,15 @@ def _record_keys(table: HoodieTable, partition: str, file_name: str) -> list[str
 class _Builder:
     """Collects the updates of one data-table instant, partition by partition."""
 
-    def __init__(self, table: HoodieTable, timeline: ActiveTimeline, instant_time: str) -> None:
+    def __init__(
+        self,
+        table: HoodieTable,
+        timeline: ActiveTimeline,
+        instant_time: str,
+        log_records: Mapping[str, pa.Table] | None = None,
+    ) -> None:
         self.table = table
+        self.log_records = log_records or {}
         self.timeline = timeline
         self.instant_time = instant_time
         self.partitions = enabled_partitions(table)
@@ -227,22 +235,28 @@ class _Builder:
         want_partitions = self.enabled(MetadataPartition.PARTITION_STATS)
         if not (want_files or want_partitions) or not added:
             return
-        from hoodie.metadata.column_stats import file_column_stats, partition_stats
+        from hoodie.metadata.column_stats import file_column_stats, log_records_stats, partition_stats
 
         schema = self.table.latest_schema_json()
         assert schema is not None
         computed: dict[str, list[dict[str, Any]]] = {}
         for partition, files in added.items():
             for name in sorted(files):
-                stats = file_column_stats(
-                    self.table.fileio,
-                    self.table.base_path,
-                    partition,
-                    name,
-                    self.columns,
-                    schema,
-                    table_version=self.table.table_version,
-                )
+                records = self.log_records.get(join(partition, name))
+                if records is not None:
+                    stats = log_records_stats(
+                        records, name, self.columns, schema, table_version=self.table.table_version
+                    )
+                else:
+                    stats = file_column_stats(
+                        self.table.fileio,
+                        self.table.base_path,
+                        partition,
+                        name,
+                        self.columns,
+                        schema,
+                        table_version=self.table.table_version,
+                    )
                 computed.setdefault(partition, []).extend(stats)
                 if want_files:
                     for s in stats:
@@ -305,9 +319,17 @@ class _Builder:
         if not self.enabled(MetadataPartition.RECORD_INDEX):
             return
         millis = instant_to_epoch_millis(instant_time, self.table.tz)
-        for key, (partition, file_id) in changes.located.items():
-            payload = record_index_payload(partition, encode_file_id(file_id), millis)
-            self.put(MetadataPartition.RECORD_INDEX, key, payload)
+        # One (immutable) payload per location: keys share it, and it is encoded once.
+        payloads: dict[tuple[str, str], Payload] = {}
+        for location in set(changes.located.values()):
+            partition, file_id = location
+            payloads[location] = record_index_payload(partition, encode_file_id(file_id), millis)
+        bucket = self.updates.setdefault(MetadataPartition.RECORD_INDEX, {})
+        if not bucket:
+            bucket.update((key, payloads[location]) for key, location in changes.located.items())
+        else:
+            for key, location in changes.located.items():
+                self.put(MetadataPartition.RECORD_INDEX, key, payloads[location])
         for key in changes.deleted:
             self.put(MetadataPartition.RECORD_INDEX, key, None)
 
@@ -365,9 +387,11 @@ def metadata_updates(
     payload: bytes,
     *,
     record_index: RecordIndexChanges | None = None,
+    log_records: Mapping[str, pa.Table] | None = None,
 ) -> dict[str, dict[str, Payload | None]]:
-    """The metadata-table updates of data-table ``instant`` completing with ``payload``."""
-    b = _Builder(table, timeline, instant.requested_time)
+    """The metadata-table updates of data-table ``instant`` completing with ``payload``
+    (``log_records``: the records of log files the writer just wrote, by ``partition/name``)."""
+    b = _Builder(table, timeline, instant.requested_time, log_records or {})
     version = table.table_version
     action = instant.action.completed_action
     if action in (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT):
@@ -423,6 +447,7 @@ def sync_metadata_table(
     completion_time: Callable[[], str],
     *,
     record_index: RecordIndexChanges | None = None,
+    log_records: Mapping[str, pa.Table] | None = None,
 ) -> Instant | None:
     """Write the metadata-table deltacommit for ``instant`` (call before completing ``instant``).
 
@@ -440,6 +465,8 @@ def sync_metadata_table(
         rollback = RollbackMetadata.from_bytes(payload, table.table_version)
         for target in rollback.commits_rollback:
             rollback_metadata_instant(table, target)
-    updates: Updates = metadata_updates(table, timeline, instant, payload, record_index=record_index)
+    updates: Updates = metadata_updates(
+        table, timeline, instant, payload, record_index=record_index, log_records=log_records
+    )
     done = MetadataWriter(table).commit(instant.requested_time, updates, completion_time)
     return done

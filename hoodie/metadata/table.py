@@ -29,7 +29,7 @@ from hoodie.metadata.records import (
     decode_payload,
     is_live,
     merge_payloads,
-    parse_writer_schema,
+    writer_schema_for,
 )
 from hoodie.read.log_scanner import scan_log_blocks
 from hoodie.read.slice_reader import decode_delete_block
@@ -108,7 +108,7 @@ class MetadataTable:
         base = file_slice.base_file_path(self.table.base_path)
         if base is not None:
             reader = HFileReader.open(fileio, base)
-            schema = parse_writer_schema(reader.schema) if reader.schema else None
+            schema = writer_schema_for(reader.schema or "", version)
             items = (
                 reader.items()
                 if keys is None
@@ -133,7 +133,7 @@ class MetadataTable:
         for block in blocks:
             if block.block_type is BlockType.HFILE_DATA:
                 reader = HFileReader.from_log_block(block)
-                schema = parse_writer_schema(block.schema or reader.schema or "")
+                schema = writer_schema_for(block.schema or reader.schema or "", version)
                 for raw_key, value in reader.items():
                     key = raw_key.decode("utf-8")
                     if wanted(key):

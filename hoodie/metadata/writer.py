@@ -21,7 +21,7 @@ from hoodie.file_group.log_writer import delete_block_content
 from hoodie.file_group.view import list_partition
 from hoodie.hfile.writer import write_hfile
 from hoodie.io.fileio import join
-from hoodie.metadata.keys import file_group_index
+from hoodie.metadata.keys import file_group_indexes
 from hoodie.metadata.records import (
     Payload,
     encode_payload,
@@ -45,8 +45,16 @@ Updates = Mapping[str, Mapping[str, Payload | None]]
 def hfile_block(entries: Mapping[str, Payload], instant_time: str, table_version: int) -> bytes:
     """An HFILE_DATA log block of ``entries`` (sorted by key, as HFiles require)."""
     schema = header_schema_json(table_version)
+    encoded: dict[int, bytes] = {}  # by payload object: record-index keys share theirs
+
+    def value(payload: Payload) -> bytes:
+        datum = encoded.get(id(payload))
+        if datum is None:
+            datum = encoded[id(payload)] = encode_payload(payload, table_version)
+        return datum
+
     content = write_hfile(
-        ((k, encode_payload(entries[k], table_version)) for k in sorted(entries, key=lambda k: k.encode())),
+        ((k, value(entries[k])) for k in sorted(entries, key=lambda k: k.encode())),
         file_info={"schema": schema.encode()},
     )
     header = {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: schema}
@@ -150,8 +158,9 @@ class MetadataWriter:
                     f"{partition!r}; it must be initialised before it is written"
                 )
             groups: dict[int, dict[str, Payload | None]] = {}
-            for key, payload in records.items():
-                groups.setdefault(file_group_index(key, len(file_ids)), {})[key] = payload
+            keys = list(records)
+            for key, index in zip(keys, file_group_indexes(keys, len(file_ids)).tolist(), strict=True):
+                groups.setdefault(index, {})[key] = records[key]
             for index in sorted(groups):
                 group = groups[index]
                 file_id = file_ids[index]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -55,6 +55,9 @@ class WriteContext:
     options: WriteOptions
     markers: WriteMarkers
     merge: MergeConfig
+    log_records: dict[str, pa.Table] = field(default_factory=dict)
+    """Log file path (``partition/name``) -> the records of its data block, for the metadata
+    table's column stats (which would otherwise decode the file again)."""
 
     @property
     def bloom(self) -> BloomOptions:
@@ -283,6 +286,7 @@ def append_to_log(
             )
         else:
             blocks.append(avro_data_block(table, ctx.avro_schema, ctx.instant_time))
+        ctx.log_records[join(partition, log.name)] = table
     n_deletes = 0
     if deletes is not None and deletes[0]:
         keys, partitions, ordering, ordering_type = deletes

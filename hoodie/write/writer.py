@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,6 +81,7 @@ class Bucket:
     rows: list[int] = field(default_factory=list)  # indices into the prepared input: data rows
     deletes: list[int] = field(default_factory=list)  # indices: keys to delete
     concat: bool = False
+    inserts: list[int] = field(default_factory=list)  # indices: rows new to the table (small-file inserts)
 
 
 @dataclass(frozen=True)
@@ -212,6 +213,7 @@ class HoodieWriter:
                 replaced,
                 instant_time,
                 lambda fresh: self._record_index_changes(buckets, prepared, replaced, fresh),
+                ctx.log_records,
             )
         except BaseException:
             self._abort(timeline, instant_time, markers)
@@ -234,23 +236,18 @@ class HoodieWriter:
         table = self.table
         if not has_metadata_table(table) or MetadataPartition.RECORD_INDEX not in enabled_partitions(table):
             return None
-        # An indexer building the record index has not written its base files yet: the index
-        # cannot be looked up, so every written key is logged and replaced keys are read back.
+        # Updates go to the file group the key was found in (tagging is exact), which the index
+        # already names: as Hudi, only new keys, moved keys and deletes change it. While an
+        # indexer builds the record index, its base files are not written yet and tagging ran
+        # before its snapshot, so every written key is logged (harmless if unchanged).
         building = MetadataPartition.RECORD_INDEX not in table.config.metadata_partitions
         keys = prepared.keys.to_pylist()
         changes = RecordIndexChanges()
-        maybe_new: dict[str, tuple[str, str]] = {}
         for b in buckets:
-            target = changes.located if b.kind == "create" or building else maybe_new
-            for i in b.rows:
-                target[str(keys[i])] = (b.partition, b.file_id)
+            located = b.rows if b.kind == "create" or building else b.inserts
+            changes.located.update((str(keys[i]), (b.partition, b.file_id)) for i in located)
             changes.deleted.update(str(keys[i]) for i in b.deletes)
         mdt = MetadataTable.open(table, timeline)
-        existing = mdt.read_partition(MetadataPartition.RECORD_INDEX, maybe_new) if maybe_new else {}
-        for key, (partition, file_id) in maybe_new.items():
-            info = (existing.get(key) or {}).get("recordIndexMetadata")
-            if info is None or info.get("partitionName") != partition or decode_file_id(info) != file_id:
-                changes.located[key] = (partition, file_id)
         if replaced:
             gone = {(p, f) for p, ids in replaced.items() for f in ids}
             changes.deleted.update(
@@ -397,6 +394,7 @@ class HoodieWriter:
                 if bucket is None:
                     bucket = buckets[s.file_id] = Bucket("merge", partition, s.file_id, s, concat=concat)
                 bucket.rows.extend(take)
+                bucket.inserts.extend(take)
             for start in range(0, len(remaining), per_file):
                 chunk = remaining[start : start + per_file]
                 file_id = new_file_id()
@@ -566,6 +564,7 @@ class HoodieWriter:
         replaced: dict[str, list[str]],
         instant_time: str,
         record_index: Callable[[ActiveTimeline], RecordIndexChanges | None],
+        log_records: Mapping[str, pa.Table],
     ) -> Instant:
         touched = {FileGroupId(s.partition_path or "", s.file_id or "") for s in stats}
         touched |= {FileGroupId(p, f) for p, ids in replaced.items() for f in ids}
@@ -582,6 +581,7 @@ class HoodieWriter:
                 payload,
                 lambda: self.time_source.new_instant_time(lock_held=True),
                 record_index=record_index(fresh),
+                log_records=log_records,
             )
             completion = self.time_source.new_instant_time(lock_held=True) if fresh.layout >= 2 else None
             return fresh.complete(inflight, payload, completion)

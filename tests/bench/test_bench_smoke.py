@@ -80,7 +80,7 @@ def test_cli_runs_end_to_end(small: bench_data.BenchData, capsys: pytest.Capture
     out = capsys.readouterr().out
     assert "identical to ours" in out
     assert "time ours / floor" in out and "time ours / hudi-rs" in out
-    assert "insert: 12 files" in out and "upsert: metadata update / data write" in out
+    assert "insert: 12 files" in out and "with record index, upsert: metadata update / data write" in out
 
 
 def test_cache_key_changes_with_the_data_version() -> None:

@@ -142,3 +142,28 @@ def test_record_index_datums_equal_the_generic_avro_writer(version: int, file_na
             expected = io.BytesIO()
             fastavro.schemaless_writer(expected, _parsed(version), record)
             assert encode_payload(payload, version, file_name=file_name) == expected.getvalue()
+
+
+def test_vectorized_file_group_indexes_equal_the_scalar_rule() -> None:
+    import random
+
+    from hoodie.metadata.keys import file_group_indexes, java_string_hash
+
+    rng = random.Random(7)
+    keys = [
+        "e96c4396-3fad-413a-a942-4cb36106d721",
+        "txn_id:TXN-004,account_id:ACC-C",
+        "",
+        "été$clé",  # not ASCII: UTF-16 code units
+        "x" * 300,  # past the width where sums could overflow without wrapping
+        *("".join(rng.choice("abcXYZ019-_:,") for _ in range(rng.randint(1, 60))) for _ in range(500)),
+    ]
+    # Java's String.hashCode of "Aa" and "BB" collide.
+    assert java_string_hash("Aa") == java_string_hash("BB") == 2112
+    ascii_only = [k for k in keys if k.isascii()]
+    for n in (1, 2, 10, 1000):
+        assert file_group_indexes(keys, n).tolist() == [file_group_index(k, n) for k in keys]
+        assert file_group_indexes(ascii_only, n).tolist() == [file_group_index(k, n) for k in ascii_only]
+    many = [f"key-{i:08d}" for i in range(70_000)]  # past one chunk of the key matrix
+    assert file_group_indexes(many, 10)[-5:].tolist() == [file_group_index(k, 10) for k in many[-5:]]
+    assert file_group_indexes(["e96c4396-3fad-413a-a942-4cb36106d721"], 10).tolist() == [1]

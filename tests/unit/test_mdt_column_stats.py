@@ -706,3 +706,100 @@ def test_partition_stats_aggregate_files() -> None:
     assert partition_stats("p", [files[0]], tight_bound=False)[0]["isTightBound"] is False
     for s in out.values():
         assert round_trip(s, 9) == s
+
+
+@pytest.mark.parametrize("block_format", ["avro", "parquet"])
+def test_log_stats_from_the_writers_records_equal_reading_the_file(tmp_path: Path, block_format: str) -> None:
+    """The writer hands the records of each new log file to the metadata sync; the stats must be
+    exactly those computed by reading the file back (every type, nulls included)."""
+    import datetime as dt
+    from decimal import Decimal
+
+    import pyarrow as pa
+
+    from hoodie.config.table_config import TableType
+    from hoodie.metadata.column_stats import file_column_stats, indexed_columns
+    from hoodie.metadata.table import MetadataTable
+    from hoodie.write.create import create_table
+    from hoodie.write.options import LogBlockFormat, WriteOptions
+    from hoodie.write.writer import HoodieWriter
+
+    schema = pa.schema(
+        [
+            ("id", pa.string()),
+            ("ts", pa.int64()),
+            ("p", pa.string()),
+            ("i", pa.int32()),
+            ("f", pa.float32()),
+            ("d", pa.float64()),
+            ("amount", pa.decimal128(10, 2)),
+            ("day", pa.date32()),
+            ("at", pa.timestamp("us", tz="UTC")),
+            ("flag", pa.bool_()),
+        ]
+    )
+
+    def batch(ids: range, ts: int) -> pa.Table:
+        return pa.Table.from_pylist(
+            [
+                {
+                    "id": f"k{i}",
+                    "ts": ts,
+                    "p": f"p{i % 2}",
+                    "i": None if i % 3 == 0 else i - 5,
+                    "f": float("nan") if i == 4 else i / 3,
+                    "d": -0.0 if i == 2 else i * 1.5,
+                    "amount": Decimal(f"{i}.{i % 10}5"),
+                    "day": dt.date(2026, 1, 1 + i % 28),
+                    "at": dt.datetime(2026, 1, 1, tzinfo=dt.UTC) + dt.timedelta(seconds=i * 77),
+                    "flag": None if i % 4 == 0 else i % 2 == 0,
+                }
+                for i in ids
+            ],
+            schema=schema,
+        )
+
+    table = create_table(
+        str(tmp_path / "t"),
+        table_name="t",
+        table_type=TableType.MERGE_ON_READ,
+        schema=schema,
+        record_key_fields=["id"],
+        partition_fields=["p"],
+        ordering_fields=["ts"],
+    )
+    from hoodie.metadata.init import build_partition, free_init_instant_time, set_metadata_partitions
+    from hoodie.metadata.table import open_metadata_table
+    from hoodie.services.base import ServiceContext
+
+    ctx = ServiceContext(table)
+    at = free_init_instant_time(open_metadata_table(table).reload())
+    build_partition(table, "column_stats", {}, at, ctx.new_instant_time)
+    set_metadata_partitions(table, add=("column_stats",))
+    writer = HoodieWriter(table, options=WriteOptions(log_block_format=LogBlockFormat(block_format)))
+    writer.insert(batch(range(12), 1))
+    result = writer.upsert(batch(range(0, 12, 2), 2))
+    fresh = HoodieTable.open(str(tmp_path / "t"))
+    stored = MetadataTable.open(fresh, fresh.reload()).read_partition("column_stats")
+    by_file = {
+        (p["ColumnStatsMetadata"]["fileName"], p["ColumnStatsMetadata"]["columnName"]): p
+        for p in stored.values()
+    }
+    schema_json = fresh.latest_schema_json()
+    assert schema_json is not None
+    logs = [s for s in result.write_stats if (s.path or "").rsplit("/", 1)[-1].startswith(".")]
+    assert logs
+    for stat in logs:
+        partition, name = (stat.path or "").rsplit("/", 1)
+        expected = file_column_stats(
+            fresh.fileio,
+            fresh.base_path,
+            partition,
+            name,
+            indexed_columns(fresh),
+            schema_json,
+            table_version=8,
+        )
+        for s in expected:
+            got = by_file[(name, s["columnName"])]["ColumnStatsMetadata"]
+            assert repr(got) == repr(s), (name, s["columnName"])  # repr: NaN equals NaN
