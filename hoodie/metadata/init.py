@@ -151,7 +151,7 @@ def start_partition_build(
 def write_partition_base(
     data_table: HoodieTable,
     partition: str,
-    records: Mapping[str, Payload],
+    records: Mapping[str, Payload | bytes],
     instant_time: str,
     *,
     num_file_groups: int | None = None,
@@ -161,7 +161,7 @@ def write_partition_base(
     mdt = open_metadata_table(data_table)
     version = data_table.table_version
     n = file_group_count(partition, num_file_groups)
-    groups: dict[int, dict[str, Payload]] = {i: {} for i in range(n)}
+    groups: dict[int, dict[str, Payload | bytes]] = {i: {} for i in range(n)}
     keys = list(records)
     for key, index in zip(keys, file_group_indexes(keys, n).tolist(), strict=True):
         groups[index][key] = records[key]

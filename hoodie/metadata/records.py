@@ -30,6 +30,7 @@ __all__ = [
     "plain_metadata_schema_json",
     "record_index_payload",
     "secondary_index_payload",
+    "with_file_name",
 ]
 
 Payload = dict[str, Any]
@@ -191,6 +192,14 @@ def _record_index_datum(values: tuple[Any, ...], file_name: str | None) -> bytes
             b"\x00",  # SecondaryIndexMetadata
         )
     )
+
+
+def with_file_name(datum: bytes, file_name: str) -> bytes:
+    """A datum that :func:`encode_payload` wrote without a file name, with ``_hoodie_file_name``
+    set (the meta fields come first, all null but that one)."""
+    if datum[: len(_NO_META)] != _NO_META:
+        raise ValueError("not a metadata datum written without meta fields")
+    return _NO_META[:-1] + b"\x02" + _string(file_name) + datum[len(_NO_META) :]
 
 
 def encode_payload(payload: Payload, table_version: int, *, file_name: str | None = None) -> bytes:

@@ -48,24 +48,20 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hoodie.bloom import BloomFilterTypeCode, create_bloom_filter
 from hoodie.errors import HoodieError, TableServiceError, UnsupportedTableError
 from hoodie.file_group.base_file import BaseFile
 from hoodie.file_group.file_slice import FileSlice
 from hoodie.file_group.log_block import BlockType
 from hoodie.file_group.view import FileSystemView
 from hoodie.hfile.reader import HFileReader
-from hoodie.hfile.writer import write_hfile
 from hoodie.io.fileio import join
 from hoodie.metadata.records import (
-    Payload,
-    encode_payload,
-    header_schema_json,
     is_live,
     plain_metadata_schema_json,
 )
 from hoodie.metadata.sync import has_metadata_table
 from hoodie.metadata.table import MetadataTable, open_metadata_table
+from hoodie.metadata.writer import base_hfile_bytes
 from hoodie.models.clean import CleaningPolicy
 from hoodie.models.commit import CommitMetadata, RuntimeStats, WriteStat
 from hoodie.models.compaction import CompactionOperation, CompactionPlan
@@ -116,11 +112,6 @@ MIN_CLEANER_COMMITS_RETAINED = 20
 CLEANER_RETENTION_FACTOR = 1.2
 INSTANTS_BEFORE_CLEAN = 3
 """Completed MDT instants needed after the latest compaction before the MDT is cleaned."""
-
-BLOOM_NUM_ENTRIES = 10_000
-BLOOM_FPP = 1e-9
-BLOOM_MAX_ENTRIES = 100_000
-"""Bloom filter sizing of Hudi's base HFiles (10000 entries at 1e-9 decode from the fixtures)."""
 
 _MB = 1024 * 1024
 _MAX_BASE_FILE_BYTES = 120 * _MB
@@ -305,27 +296,6 @@ def _schedule_compaction(
 # -- compaction: execution ----------------------------------------------------------------------
 
 
-def _base_hfile(records: Mapping[str, Payload], file_name: str, table_version: int) -> bytes:
-    """A base HFile as Hudi writes one: sorted keys, file info and a ``bloomFilter`` meta block."""
-    keys = sorted(records, key=lambda k: k.encode("utf-8"))
-    bloom = create_bloom_filter(
-        BLOOM_NUM_ENTRIES, BLOOM_FPP, BloomFilterTypeCode.DYNAMIC_V0, BLOOM_MAX_ENTRIES
-    )
-    if keys:
-        bloom.add_all(keys)
-    return write_hfile(
-        ((k, encode_payload(records[k], table_version, file_name=file_name)) for k in keys),
-        file_info={
-            "schema": header_schema_json(table_version).encode(),
-            "bloomFilterTypeCode": bloom.type_code.value.encode(),
-            "minRecordKey": keys[0].encode() if keys else b"",
-            "maxRecordKey": keys[-1].encode() if keys else b"",
-        },
-        meta_blocks={"bloomFilter": bloom.serialize().encode()},
-        create_time_ms=time.time_ns() // 1_000_000,
-    )
-
-
 def _hfile_keys(reader: HFileReader) -> list[str]:
     return [k.decode("utf-8") for k, _ in reader.items()]
 
@@ -377,7 +347,7 @@ def compact_metadata_file_group(task: Task) -> TaskResult:
     scan_ms = int((time.monotonic() - started) * 1000)
     live = {k: p for k, p in merged.items() if p is not None and is_live(p)}  # Hudi drops deletes
     new = BaseFile(file_slice.file_id, str(task["write_token"]), instant_time, "hfile")
-    data = _base_hfile(live, new.name, mdt.table_version)
+    data = base_hfile_bytes(live, new.name, mdt.table_version, create_time_ms=time.time_ns() // 1_000_000)
     fileio.write_bytes(join(base_path, file_slice.partition_path, new.name), data)
     crash_point("metadata_compaction.task_after_write")
     updated = sum(1 for k in live if k in base_keys and k in log_keys)

@@ -27,6 +27,7 @@ from hoodie.metadata.records import (
     encode_payload,
     header_schema_json,
     plain_metadata_schema_json,
+    with_file_name,
 )
 from hoodie.metadata.table import open_metadata_table
 from hoodie.models.commit import CommitMetadata, WriteStat
@@ -218,26 +219,44 @@ class MetadataWriter:
         return done
 
 
-def base_hfile_bytes(records: Mapping[str, Payload], file_name: str, table_version: int) -> bytes:
+BLOOM_NUM_ENTRIES = 10_000
+BLOOM_FPP = 1e-9
+BLOOM_MAX_ENTRIES = 100_000
+"""Bloom filter sizing of Hudi's base HFiles (10000 entries at 1e-9 decode from the fixtures)."""
+
+
+def base_hfile_bytes(
+    records: Mapping[str, Payload | bytes], file_name: str, table_version: int, *, create_time_ms: int = 0
+) -> bytes:
     """A metadata-table base HFile of ``records`` as Hudi writes one.
 
     Keys sorted; each value names the file in ``_hoodie_file_name``; file info carries the
     schema, the bloom filter type and the min/max keys; the ``bloomFilter`` meta block holds a
-    filter of every key (Hudi's default sizing).
+    filter of every key. A record may come as a payload or as its datum encoded without a file
+    name (what executors send back).
     """
     from hoodie.bloom import BloomFilterTypeCode, create_bloom_filter
 
-    keys = sorted(records, key=lambda k: k.encode())
-    bloom = create_bloom_filter()
-    for key in keys:
-        bloom.add(key)
+    keys = sorted(records, key=lambda k: k.encode("utf-8"))
+    bloom = create_bloom_filter(
+        BLOOM_NUM_ENTRIES, BLOOM_FPP, BloomFilterTypeCode.DYNAMIC_V0, BLOOM_MAX_ENTRIES
+    )
+    if keys:
+        bloom.add_all(keys)
+
+    def value(record: Payload | bytes) -> bytes:
+        if isinstance(record, bytes):
+            return with_file_name(record, file_name)
+        return encode_payload(record, table_version, file_name=file_name)
+
     return write_hfile(
-        ((k, encode_payload(records[k], table_version, file_name=file_name)) for k in keys),
+        ((k, value(records[k])) for k in keys),
         file_info={
             "schema": header_schema_json(table_version).encode(),
-            "bloomFilterTypeCode": BloomFilterTypeCode.DYNAMIC_V0.value.encode(),
-            "minRecordKey": (keys[0] if keys else "").encode(),
-            "maxRecordKey": (keys[-1] if keys else "").encode(),
+            "bloomFilterTypeCode": bloom.type_code.value.encode(),
+            "minRecordKey": keys[0].encode() if keys else b"",
+            "maxRecordKey": keys[-1].encode() if keys else b"",
         },
         meta_blocks={"bloomFilter": bloom.serialize().encode()},
+        create_time_ms=create_time_ms,
     )

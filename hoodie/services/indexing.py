@@ -36,6 +36,7 @@ later writes.
 
 from __future__ import annotations
 
+import base64
 import logging
 import shutil
 from collections.abc import Mapping, Sequence
@@ -60,6 +61,7 @@ from hoodie.metadata.records import (
     MetadataPartition,
     Payload,
     column_stats_payload,
+    encode_payload,
     record_index_payload,
 )
 from hoodie.metadata.sync import base_file_bloom_payload
@@ -273,7 +275,17 @@ def index_data_partition(task: Task) -> TaskResult:
             location = encode_file_id(file_id)
             for key in _record_keys(job, op):
                 out[MetadataPartition.RECORD_INDEX][key] = record_index_payload(partition, location, millis)
-    return {"partition": partition, "records": out}
+    # Results travel as JSON (Spark's runner): each record as its datum, written without a file
+    # name, in base64; the driver puts them into base HFiles as they are.
+    version = table.table_version
+    encoded = {
+        p: {
+            key: base64.b64encode(encode_payload(payload, version)).decode("ascii")
+            for key, payload in recs.items()
+        }
+        for p, recs in out.items()
+    }
+    return {"partition": partition, "records": encoded}
 
 
 # -- driver side --------------------------------------------------------------------------------
@@ -409,10 +421,10 @@ def execute_indexing(ctx: ServiceContext, instant_time: str, runner: Runner) -> 
             tasks = _tasks(ctx, snapshot, instant_time, build)
         crash_point("indexing.after_inflight")
         results = runner.run(index_data_partition, tasks, f"indexing {instant_time} of {table.name}")
-        records: dict[str, dict[str, Payload]] = {p: {} for p in build}
+        records: dict[str, dict[str, bytes]] = {p: {} for p in build}
         for r in results:
             for partition, entries in r["records"].items():
-                records[partition].update(entries)
+                records[partition].update((key, base64.b64decode(datum)) for key, datum in entries.items())
         stats = {p: write_partition_base(table, p, records[p], builds[p].requested_time) for p in build}
         crash_point("indexing.before_complete")
         with locked(ctx.table_lock, ctx.lock_timeout_s):
@@ -444,7 +456,8 @@ def execute_indexing(ctx: ServiceContext, instant_time: str, runner: Runner) -> 
     ctx.maintain_metadata()
     counts = {p: len(records[p]) for p in build}
     log.info("%s: completed indexing %s: %s", table.base_path, done, counts)
-    return ExecutionResult(done, [], {"partitions": partitions, "records": counts})
+    written = [stat for p in build for stat in stats[p]]  # the metadata table's new base files
+    return ExecutionResult(done, written, {"partitions": partitions, "records": counts})
 
 
 class IndexingService:

@@ -147,6 +147,15 @@ def create_table(
     )
     props.update(extra_properties or {})
     config = TableConfig.from_properties(props)  # validate before anything is written
+    if metadata_table is None:
+        default = "true" if version >= 8 else "false"
+        enabled = (extra_properties or {}).get("hoodie.metadata.enable", default)
+        metadata_table = enabled.strip().lower() == "true"
+    if metadata_table and version < 8:
+        raise InvalidInputError(
+            f"hts creates metadata tables for table versions 8 and 9 only, not {version}; "
+            "pass hoodie.metadata.enable=false. Nothing was written."
+        )
 
     paths = TablePaths.of(base_path, config)
     for folder in (
@@ -164,15 +173,6 @@ def create_table(
         fileio.makedirs(paths.archived)
     create_table_properties(fileio, meta, props)
     table = HoodieTable(fileio, base_path, config)
-    if metadata_table is None:
-        default = "true" if version >= 8 else "false"
-        enabled = (extra_properties or {}).get("hoodie.metadata.enable", default)
-        metadata_table = enabled.strip().lower() == "true"
-    if metadata_table and version < 8:
-        raise InvalidInputError(
-            f"hts creates metadata tables for table versions 8 and 9 only, not {version}; "
-            "pass hoodie.metadata.enable=false"
-        )
     if metadata_table:
         from hoodie.metadata.init import initialize_metadata_table
 

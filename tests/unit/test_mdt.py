@@ -167,3 +167,30 @@ def test_vectorized_file_group_indexes_equal_the_scalar_rule() -> None:
     many = [f"key-{i:08d}" for i in range(70_000)]  # past one chunk of the key matrix
     assert file_group_indexes(many, 10)[-5:].tolist() == [file_group_index(k, 10) for k in many[-5:]]
     assert file_group_indexes(["e96c4396-3fad-413a-a942-4cb36106d721"], 10).tolist() == [1]
+
+
+def test_a_metadata_table_for_table_version_6_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    from hoodie.config.table_config import TableVersion
+    from hoodie.errors import InvalidInputError
+
+    schema = pa.schema([("id", pa.string()), ("ts", pa.int64())])
+    with pytest.raises(InvalidInputError, match="versions 8 and 9 only, not 6"):
+        create_table(
+            str(tmp_path / "t"),
+            table_name="t",
+            table_type=TableType.COPY_ON_WRITE,
+            schema=schema,
+            record_key_fields=["id"],
+            table_version=TableVersion.SIX,
+            metadata_table=True,
+        )
+    assert not (tmp_path / "t").exists()
+    plain = create_table(
+        str(tmp_path / "v6"),
+        table_name="t",
+        table_type=TableType.COPY_ON_WRITE,
+        schema=schema,
+        record_key_fields=["id"],
+        table_version=TableVersion.SIX,
+    )
+    assert not plain.has_metadata_table, "version 6 tables get no metadata table by default"

@@ -28,7 +28,6 @@ from hoodie.hfile.reader import HFileReader
 from hoodie.metadata.keys import partition_id
 from hoodie.metadata.records import MetadataPartition, Payload, files_payload, metadata_schema
 from hoodie.metadata.services import (
-    BLOOM_NUM_ENTRIES,
     MetadataTablePolicy,
     archive_metadata_table,
     clean_metadata_table,
@@ -38,7 +37,7 @@ from hoodie.metadata.services import (
     maintain_metadata_table,
 )
 from hoodie.metadata.table import MetadataTable, open_metadata_table
-from hoodie.metadata.writer import MetadataWriter
+from hoodie.metadata.writer import BLOOM_NUM_ENTRIES, MetadataWriter
 from hoodie.models.clean import CleaningPolicy, CleanMetadata
 from hoodie.models.compaction import CompactionPlan
 from hoodie.services.archival import ArchivalPolicy
