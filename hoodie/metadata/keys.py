@@ -30,6 +30,7 @@ __all__ = [
     "partition_stats_key",
     "secondary_index_key",
     "secondary_index_record_key",
+    "secondary_index_shard_key",
 ]
 
 ALL_PARTITIONS_KEY = "__all_partitions__"
@@ -163,18 +164,42 @@ def partition_stats_key(column: str, partition_path: str) -> str:
 
 _SECONDARY_SEPARATOR = "$"
 _SECONDARY_ESCAPE = "\\"
+_NULL_CHAR = "\x00"
 
 
-def _escape(value: str) -> str:
-    return value.replace(_SECONDARY_ESCAPE, _SECONDARY_ESCAPE * 2).replace(
-        _SECONDARY_SEPARATOR, _SECONDARY_ESCAPE + _SECONDARY_SEPARATOR
+def _escape(value: str | None) -> str:
+    """``SecondaryIndexKeyUtils.escapeSpecialChars``: ``\\``, ``$`` and NUL get a ``\\`` before
+    them; null is a lone NUL."""
+    if value is None:
+        return _NULL_CHAR
+    if not any(c in value for c in (_SECONDARY_ESCAPE, _SECONDARY_SEPARATOR, _NULL_CHAR)):
+        return value
+    return "".join(
+        _SECONDARY_ESCAPE + c if c in (_SECONDARY_ESCAPE, _SECONDARY_SEPARATOR, _NULL_CHAR) else c
+        for c in value
     )
 
 
 def secondary_index_key(secondary_value: str | None, record_key: str) -> str:
-    """``<secondary value>$<record key>``, with ``\\`` and ``$`` escaped; a null value is ``\\0``."""
-    value = "\\0" if secondary_value is None else _escape(secondary_value)
-    return value + _SECONDARY_SEPARATOR + _escape(record_key)
+    """``<secondary value>$<record key>``, each escaped (a null value is a lone NUL character,
+    as the ``\\x00$TXN-003`` keys Hudi wrote in the fixtures)."""
+    return _escape(secondary_value) + _SECONDARY_SEPARATOR + _escape(record_key)
+
+
+def secondary_index_shard_key(key: str) -> str:
+    """What picks a secondary-index key's file group in index version V2 (table version 9): the
+    escaped value and its ``$`` separator, so every entry of one value shares a file group
+    (verified on the v9 fixture's two indexes; V1 hashes the whole key)."""
+    i = 0
+    while i < len(key):
+        c = key[i]
+        if c == _SECONDARY_ESCAPE:
+            i += 2
+            continue
+        if c == _SECONDARY_SEPARATOR:
+            return key[: i + 1]
+        i += 1
+    raise ValueError(f"secondary index key {key!r} has no unescaped '$' separator")
 
 
 def secondary_index_record_key(key: str) -> str:

@@ -11,6 +11,7 @@ metadata writer does (hudi-format.md §6.4), and commits them at the same instan
   partition's latest file slices, as tight bounds, once ``column_stats`` is built); every new
   base file's footer bloom filter goes to ``bloom_filters``; the record index gains the keys of
   new file groups and follows records that clustering moved, and is left alone by compaction;
+  a write moves secondary-index entries to the values it wrote (``secondary``);
 * clean: deleted files become tombstones in ``files``, ``column_stats`` and ``bloom_filters``;
 * rollback: the metadata-table instant of the rolled-back commit is rolled back too, and the
   files the rollback deleted become tombstones.
@@ -108,7 +109,15 @@ def require_supported_metadata(table: HoodieTable, what: str, *, secondary_ok: b
     for partition in enabled_partitions(table):
         if partition in SUPPORTED_PARTITIONS:
             continue
-        if secondary_ok and partition.startswith(MetadataPartition.SECONDARY_PREFIX):
+        if partition.startswith(MetadataPartition.SECONDARY_PREFIX):
+            if secondary_ok:
+                continue
+            from hoodie.metadata.secondary import secondary_indexes
+
+            try:
+                secondary_indexes(table, [partition])
+            except UnsupportedTableError as e:
+                raise UnsupportedTableError(f"{e}; {what} is refused. Nothing was written.") from e
             continue
         raise UnsupportedTableError(
             f"{table.base_path}: metadata partition {partition!r} cannot be maintained by hts for {what}; "
@@ -275,6 +284,16 @@ class _Builder:
                     MetadataPartition.PARTITION_STATS, key, column_stats_payload(s, partition_stats=True)
                 )
 
+    # -- secondary indexes ----------------------------------------------------------------------
+    def secondary(self, metadata: CommitMetadata) -> None:
+        from hoodie.metadata.secondary import secondary_index_updates, secondary_indexes
+
+        indexes = secondary_indexes(self.table, self.partitions)
+        updates = secondary_index_updates(self.table, self.timeline, self.instant_time, metadata, indexes)
+        for partition, entries in updates.items():
+            for key, payload in entries.items():
+                self.put(partition, key, payload)
+
     # -- bloom filters ------------------------------------------------------------------------
     def blooms_added(self, added: Mapping[str, Mapping[str, int]]) -> None:
         """One record per new base file, holding the filter from its footer."""
@@ -402,6 +421,8 @@ def metadata_updates(
         service = instant.action in (Action.COMPACTION, Action.LOG_COMPACTION, Action.CLUSTERING)
         b.stats_added(added)
         b.blooms_added(added)
+        if not service:
+            b.secondary(metadata)
         if instant.action is Action.CLUSTERING:
             b.locate(_new_file_locations(table, metadata), instant.requested_time)
         elif record_index is not None:
@@ -459,7 +480,9 @@ def sync_metadata_table(
     if not has_metadata_table(table):
         return None
     require_supported_metadata(
-        table, f"completing {instant}", secondary_ok=instant.action is not Action.DELTA_COMMIT
+        table,
+        f"completing {instant}",
+        secondary_ok=instant.action not in (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT),
     )
     if instant.action.completed_action is Action.ROLLBACK:
         rollback = RollbackMetadata.from_bytes(payload, table.table_version)

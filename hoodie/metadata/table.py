@@ -22,7 +22,7 @@ from hoodie.file_group.log_block import BlockType
 from hoodie.file_group.view import FileSystemView
 from hoodie.hfile.reader import HFileReader
 from hoodie.io.fileio import join
-from hoodie.metadata.keys import ALL_PARTITIONS_KEY, NON_PARTITIONED_NAME, file_group_index
+from hoodie.metadata.keys import ALL_PARTITIONS_KEY, NON_PARTITIONED_NAME, file_group_indexes
 from hoodie.metadata.records import (
     MetadataPartition,
     Payload,
@@ -31,6 +31,7 @@ from hoodie.metadata.records import (
     merge_payloads,
     writer_schema_for,
 )
+from hoodie.metadata.secondary import shard_keys
 from hoodie.read.log_scanner import scan_log_blocks
 from hoodie.read.slice_reader import decode_delete_block
 from hoodie.table import HoodieTable
@@ -154,8 +155,10 @@ class MetadataTable:
         out: dict[str, Payload] = {}
         if wanted is not None and partition != MetadataPartition.FILES:
             by_group: dict[int, set[str]] = {}
-            for key in wanted:
-                by_group.setdefault(file_group_index(key, len(slices)), set()).add(key)
+            keys_list = list(wanted)
+            hashed = shard_keys(self.data_table, partition, keys_list)
+            for key, index in zip(keys_list, file_group_indexes(hashed, len(slices)).tolist(), strict=True):
+                by_group.setdefault(index, set()).add(key)
             todo: list[tuple[FileSlice, set[str] | None]] = [(slices[i], ks) for i, ks in by_group.items()]
         else:
             todo = [(s, wanted) for s in slices]

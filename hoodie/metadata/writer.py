@@ -29,6 +29,7 @@ from hoodie.metadata.records import (
     plain_metadata_schema_json,
     with_file_name,
 )
+from hoodie.metadata.secondary import shard_keys
 from hoodie.metadata.table import open_metadata_table
 from hoodie.models.commit import CommitMetadata, WriteStat
 from hoodie.table import HoodieTable
@@ -160,7 +161,8 @@ class MetadataWriter:
                 )
             groups: dict[int, dict[str, Payload | None]] = {}
             keys = list(records)
-            for key, index in zip(keys, file_group_indexes(keys, len(file_ids)).tolist(), strict=True):
+            hashed = shard_keys(self.data_table, partition, keys)
+            for key, index in zip(keys, file_group_indexes(hashed, len(file_ids)).tolist(), strict=True):
                 groups.setdefault(index, {})[key] = records[key]
             for index in sorted(groups):
                 group = groups[index]

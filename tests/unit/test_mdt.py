@@ -194,3 +194,33 @@ def test_a_metadata_table_for_table_version_6_is_refused_before_anything_is_writ
         table_version=TableVersion.SIX,
     )
     assert not plain.has_metadata_table, "version 6 tables get no metadata table by default"
+
+
+@pytest.mark.parametrize(
+    ("name", "by_value"),
+    [
+        ("sample_table/mor/avro/v9_txns_simple_meta", True),
+        ("quickstart_trips_table/mor/avro/v8_trips_8i3u1d", False),
+    ],
+)
+def test_secondary_index_entries_sit_where_hudi_put_them(
+    fixture_root: Path, name: str, by_value: bool
+) -> None:
+    """Index version V2 (Hudi 1.1) places an entry by its value and ``$``; V1 by the whole key."""
+    from hoodie.metadata.keys import file_group_indexes, secondary_index_shard_key
+    from hoodie.metadata.secondary import shard_keys, shards_by_value
+
+    table = HoodieTable.open(str(fixture_path(fixture_root, name)))
+    mdt = MetadataTable.open(table, table.reload())
+    checked = 0
+    for partition in (p for p in table.config.metadata_partitions if p.startswith("secondary_index_")):
+        assert shards_by_value(table, partition) is by_value
+        slices = mdt.file_slices(partition)
+        for position, file_slice in enumerate(slices):
+            keys = list(mdt.read_slice(file_slice))
+            placed = file_group_indexes(shard_keys(table, partition, keys), len(slices)).tolist()
+            assert placed == [position] * len(keys), (partition, file_slice.file_id)
+            if by_value:
+                assert all(secondary_index_shard_key(k).endswith("$") for k in keys)
+            checked += len(keys)
+    assert checked >= 6
