@@ -80,3 +80,53 @@ def test_unsupported_secondary_index_columns_are_refused_before_writing(table_co
     with pytest.raises(UnsupportedTableError, match="secondary_index_txn_date_idx is on 'amount'"):
         HoodieWriter(table).upsert(data)
     assert sorted(p.name for p in (path / ".hoodie" / "timeline").iterdir()) == timeline
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_a_secondary_index_follows_every_kind_of_write(tmp_path: Any, table_type: str) -> None:
+    """On a table hts created, with an (empty) index on ``v`` registered as Hudi 1.1 does:
+    inserts, updates that change values or keep them, and deletes, for both table types."""
+    import json
+
+    from hoodie.config.table_config import TableType, update_table_properties
+    from hoodie.metadata.init import build_partition, free_init_instant_time, set_metadata_partitions
+    from hoodie.metadata.table import open_metadata_table
+    from hoodie.services.base import ServiceContext
+    from tests.tables import new_table, rows
+
+    path = tmp_path / "t"
+    table = new_table(path, table_type=TableType(table_type))
+    defs = {
+        "indexDefinitions": {
+            "secondary_index_v_idx": {
+                "indexName": "secondary_index_v_idx",
+                "indexType": "secondary_index",
+                "indexFunction": "identity",
+                "sourceFields": ["v"],
+                "indexOptions": {},
+                "version": "V2",
+            }
+        }
+    }
+    (path / ".hoodie" / ".index_defs").mkdir()
+    (path / ".hoodie" / ".index_defs" / "index.json").write_text(json.dumps(defs))
+    update_table_properties(
+        table.fileio, table.paths.meta, {"hoodie.table.index.defs.path": ".hoodie/.index_defs/index.json"}
+    )
+    table = HoodieTable.open(str(path))
+    at = free_init_instant_time(open_metadata_table(table).reload())
+    build_partition(
+        table, "secondary_index_v_idx", {}, at, ServiceContext(table).new_instant_time, num_file_groups=4
+    )
+    set_metadata_partitions(table, add=("secondary_index_v_idx",))
+
+    writer = HoodieWriter(HoodieTable.open(str(path)))
+    writer.insert(rows(range(12), 1))
+    writer.upsert(rows(range(0, 12, 3), 2))  # new values for four keys
+    writer.upsert(rows(range(12, 15), 3))  # new keys, some into small files
+    writer.delete(rows(range(1, 4), 4).select(["id", "ts", "p"]))
+    fresh = HoodieTable.open(str(path))
+    snapshot = TableReader(fresh).snapshot()
+    assert len(snapshot) == 12
+    entries = MetadataTable.open(fresh, fresh.reload()).read_partition("secondary_index_v_idx")
+    assert set(entries) == live_secondary_entries(snapshot, "v")
