@@ -418,7 +418,9 @@ def execute_indexing(ctx: ServiceContext, instant_time: str, runner: Runner) -> 
                 builds[partition] = start_partition_build(table, partition, at)
             set_metadata_partitions(table, inflight_add=build)
             snapshot = table.reload()
-            tasks = _tasks(ctx, snapshot, instant_time, build)
+        # The snapshot is fixed: later commits are not completed in it, so reading by it (the
+        # listing included) sees nothing they wrote; they log their own changes to us.
+        tasks = _tasks(ctx, snapshot, instant_time, build)
         crash_point("indexing.after_inflight")
         results = runner.run(index_data_partition, tasks, f"indexing {instant_time} of {table.name}")
         records: dict[str, dict[str, bytes]] = {p: {} for p in build}
