@@ -97,7 +97,7 @@ NO_METADATA_TABLE = [
     "sample_table/mor/parquet/v6_nonpartitioned_rollback",
     "sample_table/mor/parquet/v6_simplekeygen_nonhivestyle",
 ]
-"""Fixture tables without a metadata table (table services refuse the others for now)."""
+"""Fixture tables without a metadata table."""
 
 
 def hudi_rs_rows(path: Path, drop: tuple[str, ...] = ("_hoodie_file_name",)) -> list[str]:
