@@ -22,17 +22,19 @@ without the constant key suffix, file info in hash order, version 3.0).
 
 from __future__ import annotations
 
+import operator
 import struct
 from collections.abc import Iterable, Mapping
 
 from hoodie.errors import UnsupportedTableError
 from hoodie.hfile.blocks import (
     HEADER_SIZE,
+    KEY_SUFFIX,
+    KV_LENGTHS,
     SUPPORTED_CODECS,
     BlockType,
     CompressionCodec,
     encode_block,
-    encode_entry,
     encode_key,
     encode_nonroot_index,
     encode_root_index,
@@ -133,46 +135,48 @@ def write_hfile(
         upper.append((leaf[0][0], offset, size))
         leaf.clear()
 
-    block: list[bytes] = []
-    block_bytes = 0
-    block_first = b""
-
-    def flush() -> None:
-        nonlocal first_data, last_data, block_bytes
+    def flush(block: list[bytes], first_row: bytes) -> None:
         offset, size = out.write(BlockType.DATA, b"".join(block))
+        nonlocal first_data, last_data
         first_data = offset if first_data < 0 else first_data
         last_data = offset
-        entry = (block_first, offset, size)
+        entry = (encode_key(first_row), offset, size)
         data_entries.append(entry)
         if index_block_entries is not None:
             leaf.append(entry)
             if len(leaf) >= index_block_entries:
                 write_leaf()
-        block.clear()
-        block_bytes = 0
 
-    count = key_total = value_total = 0
-    previous: bytes | None = None
+    # Whole-list passes (the metadata table writes hundreds of thousands of entries at a time).
+    rows: list[bytes] = []
+    values: list[bytes] = []
     for key, value in entries:
-        row = key.encode() if isinstance(key, str) else bytes(key)
-        if previous is not None and row <= previous:
-            order = "duplicate" if row == previous else "out of order"
-            raise ValueError(f"HFile keys must be strictly ascending: {row!r} {order} after {previous!r}")
-        if len(row) > _ROW_MAX:
-            raise ValueError(f"HFile key of {len(row)} bytes is longer than {_ROW_MAX}: {row[:40]!r}...")
-        if block and block_bytes >= block_size:
-            flush()
-        entry_bytes = encode_entry(row, bytes(value))
-        if not block:
-            block_first = encode_key(row)
-        block.append(entry_bytes)
+        rows.append(key.encode() if isinstance(key, str) else bytes(key))
+        values.append(value if type(value) is bytes else bytes(value))
+    if not all(map(operator.lt, rows, rows[1:])):
+        i = next(i for i in range(1, len(rows)) if rows[i] <= rows[i - 1])
+        order = "duplicate" if rows[i] == rows[i - 1] else "out of order"
+        raise ValueError(f"HFile keys must be strictly ascending: {rows[i]!r} {order} after {rows[i - 1]!r}")
+    longest = max(rows, key=len, default=b"")
+    if len(longest) > _ROW_MAX:
+        raise ValueError(f"HFile key of {len(longest)} bytes is longer than {_ROW_MAX}: {longest[:40]!r}...")
+    pack, suffix, extra = KV_LENGTHS.pack, KEY_SUFFIX, 2 + len(KEY_SUFFIX)
+    encoded = [
+        b"".join((pack(len(r) + extra, len(v), len(r)), r, suffix, v, b"\x00"))
+        for r, v in zip(rows, values, strict=True)
+    ]
+    start = block_bytes = 0
+    for i, entry_bytes in enumerate(encoded):
+        if i > start and block_bytes >= block_size:
+            flush(encoded[start:i], rows[start])
+            start, block_bytes = i, 0
         block_bytes += len(entry_bytes)
-        previous = row
-        count += 1
-        key_total += len(row) + 12
-        value_total += len(value)
-    if block:
-        flush()
+    if encoded:
+        flush(encoded[start:], rows[start])
+    count = len(rows)
+    key_total = sum(map(len, rows)) + 12 * count
+    value_total = sum(map(len, values))
+    previous: bytes | None = rows[-1] if rows else None
 
     # The last leaf; a file that never filled one keeps a single-level index (as HBase does).
     if index_block_entries is not None and upper and leaf:
