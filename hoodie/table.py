@@ -12,8 +12,8 @@ import logging
 import threading
 from typing import Any
 
-from hoodie.config.table_config import METAFOLDER, TableConfig, read_table_properties
-from hoodie.errors import MalformedPlanError, TableNotFoundError, TimelineError
+from hoodie.config.table_config import METAFOLDER, TableConfig, TableKeys, read_table_properties
+from hoodie.errors import MalformedPlanError, SchemaError, TableNotFoundError, TimelineError
 from hoodie.file_group.file_slice import FileGroupId
 from hoodie.file_group.view import FileSystemView
 from hoodie.io.fileio import FileIO, join
@@ -49,6 +49,7 @@ class HoodieTable:
         self._plan_cache: dict[tuple[str, str], Any] = {}
         self._guard = threading.Lock()
         self._archived_completion: CompletionTimeLookup | None = None
+        self._index_definitions: dict[str, Any] | None = None
 
     # -- opening ------------------------------------------------------------------------------
     @classmethod
@@ -74,6 +75,7 @@ class HoodieTable:
         self.config = TableConfig.from_properties(
             props, source=join(meta, "hoodie.properties"), metadata_table=self.is_metadata_table
         )
+        self._index_definitions = None  # an index created or dropped changes both
         return self.config
 
     @property
@@ -253,6 +255,27 @@ class HoodieTable:
             created: dict[str, Any] = json.loads(create)
             return created
         return None
+
+    def index_definitions(self) -> dict[str, Any]:
+        """Index name -> definition from ``hoodie.table.index.defs.path`` (``indexDefinitions``
+        of ``.hoodie/.index_defs/index.json``); empty when the table has none. Read once until
+        :meth:`reload_config`."""
+        if self._index_definitions is None:
+            self._index_definitions = self._read_index_definitions()
+        return self._index_definitions
+
+    def _read_index_definitions(self) -> dict[str, Any]:
+        rel = self.config.get(TableKeys.INDEX_DEFS_PATH)
+        if not rel:
+            return {}
+        path = rel if rel.startswith("/") or "://" in rel else join(self.base_path, rel)
+        if not self.fileio.exists(path):
+            return {}
+        try:
+            defs: dict[str, Any] = json.loads(self.fileio.read_bytes(path)).get("indexDefinitions") or {}
+        except ValueError as e:
+            raise SchemaError(f"{path}: index definitions are not valid JSON: {e}") from e
+        return defs
 
     @property
     def has_metadata_table(self) -> bool:

@@ -42,7 +42,7 @@ BYTES_PER_CHECKSUM = 16384
 CHECKSUM_SIZE = 4
 
 _HEADER = struct.Struct(">8siiqbii")
-KV_LENGTHS = struct.Struct(">iih")
+_KV_LENGTHS = struct.Struct(">iih")
 _ENTRY = struct.Struct(">qi")
 _I32 = struct.Struct(">i")
 
@@ -353,7 +353,7 @@ def encode_entry(row: bytes, value: bytes) -> bytes:
     """One KeyValue with Hudi's constant key suffix and a zero memstore timestamp."""
     return b"".join(
         (
-            KV_LENGTHS.pack(len(row) + 2 + len(KEY_SUFFIX), len(value), len(row)),
+            _KV_LENGTHS.pack(len(row) + 2 + len(KEY_SUFFIX), len(value), len(row)),
             row,
             KEY_SUFFIX,
             value,
@@ -370,7 +370,7 @@ def parse_data_block(
     values: list[bytes] = []
     pos = 0
     end = len(payload)
-    unpack = KV_LENGTHS.unpack_from
+    unpack = _KV_LENGTHS.unpack_from
     try:
         while pos < end:
             key_len, value_len, row_len = unpack(payload, pos)

@@ -29,12 +29,11 @@ from collections.abc import Iterable, Mapping
 from hoodie.errors import UnsupportedTableError
 from hoodie.hfile.blocks import (
     HEADER_SIZE,
-    KEY_SUFFIX,
-    KV_LENGTHS,
     SUPPORTED_CODECS,
     BlockType,
     CompressionCodec,
     encode_block,
+    encode_entry,
     encode_key,
     encode_nonroot_index,
     encode_root_index,
@@ -160,11 +159,7 @@ def write_hfile(
     longest = max(rows, key=len, default=b"")
     if len(longest) > _ROW_MAX:
         raise ValueError(f"HFile key of {len(longest)} bytes is longer than {_ROW_MAX}: {longest[:40]!r}...")
-    pack, suffix, extra = KV_LENGTHS.pack, KEY_SUFFIX, 2 + len(KEY_SUFFIX)
-    encoded = [
-        b"".join((pack(len(r) + extra, len(v), len(r)), r, suffix, v, b"\x00"))
-        for r, v in zip(rows, values, strict=True)
-    ]
+    encoded = list(map(encode_entry, rows, values))
     start = block_bytes = 0
     for i, entry_bytes in enumerate(encoded):
         if i > start and block_bytes >= block_size:

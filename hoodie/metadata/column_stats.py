@@ -44,7 +44,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from hoodie.config.table_config import TableKeys
 from hoodie.errors import SchemaError, UnsupportedTableError
 from hoodie.file_group.log_block import BlockType
 from hoodie.file_group.log_file import LogFile
@@ -192,17 +191,9 @@ def default_indexed_columns(
 
 def indexed_columns(table: HoodieTable) -> list[str]:
     """Columns Hudi indexes in ``column_stats``: the index definition's ``sourceFields``, else the default."""
-    rel = table.config.get(TableKeys.INDEX_DEFS_PATH)
-    if rel:
-        path = rel if rel.startswith("/") or "://" in rel else join(table.base_path, rel)
-        if table.fileio.exists(path):
-            try:
-                defs = json.loads(table.fileio.read_bytes(path))
-            except ValueError as e:
-                raise SchemaError(f"{path}: index definitions are not valid JSON: {e}") from e
-            definition = (defs.get("indexDefinitions") or {}).get("column_stats")
-            if definition is not None:
-                return [str(c) for c in definition.get("sourceFields") or []]
+    definition = table.index_definitions().get("column_stats")
+    if definition is not None:
+        return [str(c) for c in definition.get("sourceFields") or []]
     return default_indexed_columns(
         table.latest_schema_json(), populate_meta_fields=table.config.populate_meta_fields
     )

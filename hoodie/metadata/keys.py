@@ -186,41 +186,37 @@ def secondary_index_key(secondary_value: str | None, record_key: str) -> str:
     return _escape(secondary_value) + _SECONDARY_SEPARATOR + _escape(record_key)
 
 
+def _separator_position(key: str) -> int:
+    """Where the first unescaped ``$`` of a secondary-index key is."""
+    i = 0
+    while i < len(key):
+        c = key[i]
+        if c == _SECONDARY_ESCAPE:
+            i += 2
+            continue
+        if c == _SECONDARY_SEPARATOR:
+            return i
+        i += 1
+    raise ValueError(f"secondary index key {key!r} has no unescaped '$' separator")
+
+
 def secondary_index_shard_key(key: str) -> str:
     """What picks a secondary-index key's file group in index version V2 (table version 9): the
     escaped value and its ``$`` separator, so every entry of one value shares a file group
     (verified on the v9 fixture's two indexes; V1 hashes the whole key)."""
-    i = 0
-    while i < len(key):
-        c = key[i]
-        if c == _SECONDARY_ESCAPE:
-            i += 2
-            continue
-        if c == _SECONDARY_SEPARATOR:
-            return key[: i + 1]
-        i += 1
-    raise ValueError(f"secondary index key {key!r} has no unescaped '$' separator")
+    return key[: _separator_position(key) + 1]
 
 
 def secondary_index_record_key(key: str) -> str:
     """The data-table record key inside a secondary-index key (the part after the unescaped ``$``)."""
-    i = 0
-    while i < len(key):
-        c = key[i]
-        if c == _SECONDARY_ESCAPE:
-            i += 2
-            continue
-        if c == _SECONDARY_SEPARATOR:
-            rest = key[i + 1 :]
-            out, j = [], 0
-            while j < len(rest):
-                if rest[j] == _SECONDARY_ESCAPE and j + 1 < len(rest):
-                    j += 1
-                out.append(rest[j])
-                j += 1
-            return "".join(out)
-        i += 1
-    raise ValueError(f"secondary index key {key!r} has no unescaped '$' separator")
+    rest = key[_separator_position(key) + 1 :]
+    out, j = [], 0
+    while j < len(rest):
+        if rest[j] == _SECONDARY_ESCAPE and j + 1 < len(rest):
+            j += 1
+        out.append(rest[j])
+        j += 1
+    return "".join(out)
 
 
 def encode_file_id(file_id: str) -> dict[str, object]:

@@ -16,18 +16,15 @@ reproduced here), naming the index and column.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
-from hoodie.config.table_config import TableKeys
-from hoodie.errors import SchemaError, UnsupportedTableError
+from hoodie.errors import UnsupportedTableError
 from hoodie.file_group.base_file import BaseFile
 from hoodie.file_group.file_slice import FileSlice
 from hoodie.file_group.log_file import LogFile
-from hoodie.io.fileio import join
 from hoodie.merge.config import resolve_merge_config
 from hoodie.metadata.keys import secondary_index_key, secondary_index_shard_key
 from hoodie.metadata.records import MetadataPartition, Payload, secondary_index_payload
@@ -55,27 +52,13 @@ class SecondaryIndex:
     column: str
 
 
-def _index_definitions(table: HoodieTable) -> dict[str, Any]:
-    rel = table.config.get(TableKeys.INDEX_DEFS_PATH)
-    if not rel:
-        return {}
-    path = rel if rel.startswith("/") or "://" in rel else join(table.base_path, rel)
-    if not table.fileio.exists(path):
-        return {}
-    try:
-        defs: dict[str, Any] = json.loads(table.fileio.read_bytes(path)).get("indexDefinitions") or {}
-    except ValueError as e:
-        raise SchemaError(f"{path}: index definitions are not valid JSON: {e}") from e
-    return defs
-
-
 def secondary_indexes(table: HoodieTable, partitions: list[str]) -> list[SecondaryIndex]:
     """The secondary indexes among ``partitions``, each with its column; raises naming an index
     hts cannot keep current (no single identity source column, or a column type it refuses)."""
     wanted = [p for p in partitions if p.startswith(MetadataPartition.SECONDARY_PREFIX)]
     if not wanted:
         return []
-    defs = _index_definitions(table)
+    defs = table.index_definitions()
     schema = table.latest_schema_json()
     fields = {f.name: f.type for f in parse_record(schema).fields} if schema else {}
     out = []
@@ -110,7 +93,7 @@ def shards_by_value(table: HoodieTable, partition: str) -> bool:
     """Whether secondary index ``partition`` places entries by their value alone (index
     definition version V2, as Hudi 1.1 writes; V1 and definitions without a version hash the
     whole key)."""
-    definition = _index_definitions(table).get(partition) or {}
+    definition = table.index_definitions().get(partition) or {}
     return str(definition.get("version") or "V1").upper() >= "V2"
 
 

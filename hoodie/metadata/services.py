@@ -63,7 +63,7 @@ from hoodie.metadata.sync import has_metadata_table
 from hoodie.metadata.table import MetadataTable, open_metadata_table
 from hoodie.metadata.writer import base_hfile_bytes
 from hoodie.models.clean import CleaningPolicy
-from hoodie.models.commit import CommitMetadata, RuntimeStats, WriteStat
+from hoodie.models.commit import CommitMetadata, WriteStat
 from hoodie.models.compaction import CompactionOperation, CompactionPlan
 from hoodie.read.log_scanner import ScanStats, scan_log_blocks
 from hoodie.read.slice_reader import decode_delete_block
@@ -79,7 +79,13 @@ from hoodie.services.base import (
 )
 from hoodie.services.claim import claim_instant, require_pending
 from hoodie.services.clean import CleanPolicy, CleanTrigger, execute_clean, schedule_clean
-from hoodie.services.compaction import TriggerStrategy, compaction_operation, compaction_plan, slice_of
+from hoodie.services.compaction import (
+    TriggerStrategy,
+    compacted_slice_stat,
+    compaction_operation,
+    compaction_plan,
+    slice_of,
+)
 from hoodie.services.options import int_option
 from hoodie.services.slice_tasks import require_files, stats_by_partition
 from hoodie.table import HoodieTable
@@ -351,33 +357,19 @@ def compact_metadata_file_group(task: Task) -> TaskResult:
     fileio.write_bytes(join(base_path, file_slice.partition_path, new.name), data)
     crash_point("metadata_compaction.task_after_write")
     updated = sum(1 for k in live if k in base_keys and k in log_keys)
-    stat = WriteStat(
-        file_id=file_slice.file_id,
-        path=join(file_slice.partition_path, new.name),
+    stat = compacted_slice_stat(
+        file_slice,
+        new.name,
         prev_commit=file_slice.base_file.commit_time if file_slice.base_file else "null",
-        num_writes=len(live),
-        num_deletes=len((base_keys | log_keys) - live.keys()),
-        num_update_writes=updated,
-        total_write_bytes=len(data),
-        total_write_errors=0,
-        partition_path=file_slice.partition_path,
-        total_log_records=log_records,
-        total_updated_records_compacted=len(log_keys),
-        num_inserts=len(live) - updated,
-        total_log_blocks=stats.total_log_blocks,
-        total_corrupt_log_block=stats.total_corrupt_blocks,
-        total_rollback_blocks=stats.total_rollback_blocks,
-        file_size_in_bytes=len(data),
-        prev_base_file=file_slice.base_file.name if file_slice.base_file else None,
-        runtime_stats=RuntimeStats(
-            total_scan_time=scan_ms,
-            total_create_time=0,
-            total_upsert_time=int((time.monotonic() - started) * 1000),
-        ),
-        total_log_files_compacted=len(file_slice.log_files),
-        total_log_read_time_ms=scan_ms,
-        total_log_size_compacted=stats.total_log_size,
-        num_updates=0,
+        rows=len(live),
+        updated=updated,
+        deleted=len((base_keys | log_keys) - live.keys()),
+        log_records=log_records,
+        log_keys=len(log_keys),
+        size=len(data),
+        stats=stats,
+        scan_ms=scan_ms,
+        started=started,
     )
     return {"write_stat": stat.to_avro()}
 
@@ -485,12 +477,13 @@ def compact_metadata_table(
     force: bool = False,
     policy: MetadataTablePolicy | None = None,
     runner: Runner | None = None,
+    mctx: ServiceContext | None = None,
 ) -> Instant | None:
     """Finish a pending MDT compaction, or schedule one when due (``force``: whatever the delta
     commit count) and allowed, and run it. Returns the completed ``commit``, or None."""
     if not has_metadata_table(data_table):
         return None
-    mctx = metadata_service_context(data_table, ctx)
+    mctx = mctx or metadata_service_context(data_table, ctx)
     policy = policy or MetadataTablePolicy.from_options(ctx.options)
     with locked(ctx.table_lock, ctx.lock_timeout_s):
         pending = mctx.table.reload().pending_compaction().first()
@@ -514,6 +507,7 @@ def clean_metadata_table(
     force: bool = False,
     policy: MetadataTablePolicy | None = None,
     runner: Runner | None = None,
+    mctx: ServiceContext | None = None,
 ) -> ExecutionResult | None:
     """Delete MDT file slices outside the MDT cleaner's retention (``hoodie.services.clean`` on the MDT).
 
@@ -522,7 +516,7 @@ def clean_metadata_table(
     """
     if not has_metadata_table(data_table):
         return None
-    mctx = metadata_service_context(data_table, ctx)
+    mctx = mctx or metadata_service_context(data_table, ctx)
     policy = policy or MetadataTablePolicy.from_options(ctx.options)
     runner = runner or LocalRunner()
     mdt = mctx.table
@@ -563,13 +557,17 @@ def earliest_data_instant_to_keep(
 
 
 def archive_metadata_table(
-    data_table: HoodieTable, ctx: ServiceContext, *, policy: MetadataTablePolicy | None = None
+    data_table: HoodieTable,
+    ctx: ServiceContext,
+    *,
+    policy: MetadataTablePolicy | None = None,
+    mctx: ServiceContext | None = None,
 ) -> ExecutionResult | None:
     """Archive MDT instants (``hoodie.services.archival`` on the MDT) that lie before the data
     table's :func:`earliest_data_instant_to_keep`. Returns what was archived, or None."""
     if not has_metadata_table(data_table):
         return None
-    mctx = metadata_service_context(data_table, ctx)
+    mctx = mctx or metadata_service_context(data_table, ctx)
     policy = policy or MetadataTablePolicy.from_options(ctx.options)
     mdt = mctx.table
     with locked(ctx.table_lock, ctx.lock_timeout_s):
@@ -609,12 +607,13 @@ def maintain_metadata_table(
         return {}
     policy = policy or MetadataTablePolicy.from_options(ctx.options)
     runner = runner or LocalRunner()
+    mctx = metadata_service_context(data_table, ctx)  # opened once for the four steps
     compacted: Instant | None = None
-    if open_metadata_table(data_table).reload().pending_compaction():
-        compacted = compact_metadata_table(data_table, ctx, policy=policy, runner=runner)
-    cleaned = clean_metadata_table(data_table, ctx, policy=policy, runner=runner)
-    compacted = compact_metadata_table(data_table, ctx, policy=policy, runner=runner) or compacted
-    archived = archive_metadata_table(data_table, ctx, policy=policy)
+    if mctx.table.reload().pending_compaction():
+        compacted = compact_metadata_table(data_table, ctx, policy=policy, runner=runner, mctx=mctx)
+    cleaned = clean_metadata_table(data_table, ctx, policy=policy, runner=runner, mctx=mctx)
+    compacted = compact_metadata_table(data_table, ctx, policy=policy, runner=runner, mctx=mctx) or compacted
+    archived = archive_metadata_table(data_table, ctx, policy=policy, mctx=mctx)
     return {
         "compaction": compacted.requested_time if compacted else None,
         "clean": cleaned.instant.requested_time if cleaned else None,

@@ -467,13 +467,15 @@ def sync_metadata_table(
     payload: bytes,
     completion_time: Callable[[], str],
     *,
-    record_index: RecordIndexChanges | None = None,
+    record_index: Callable[[], RecordIndexChanges | None] | None = None,
     log_records: Mapping[str, pa.Table] | None = None,
 ) -> Instant | None:
     """Write the metadata-table deltacommit for ``instant`` (call before completing ``instant``).
 
     Returns the metadata table's completed instant, or None when the table has no metadata table.
-    The table's properties are read afresh: an indexer may have added a partition to keep current.
+    The table's properties are read afresh: an indexer may have added a partition to keep current;
+    ``record_index`` (the writer's) is asked for the record-key changes after that, since what it
+    logs depends on whether the record index is built or being built.
     """
     if table.has_metadata_table:
         table.reload_config()
@@ -488,8 +490,9 @@ def sync_metadata_table(
         rollback = RollbackMetadata.from_bytes(payload, table.table_version)
         for target in rollback.commits_rollback:
             rollback_metadata_instant(table, target)
+    changes = record_index() if record_index is not None else None
     updates: Updates = metadata_updates(
-        table, timeline, instant, payload, record_index=record_index, log_records=log_records
+        table, timeline, instant, payload, record_index=changes, log_records=log_records
     )
     done = MetadataWriter(table).commit(instant.requested_time, updates, completion_time)
     return done

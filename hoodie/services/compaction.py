@@ -30,6 +30,7 @@ from hoodie.file_group.log_file import LogFile
 from hoodie.io.fileio import join
 from hoodie.models.commit import CommitMetadata, RuntimeStats, WriteStat
 from hoodie.models.compaction import CompactionOperation, CompactionPlan
+from hoodie.models.compaction import CompactionStrategy as StrategyRecord
 from hoodie.read.log_scanner import ScanStats
 from hoodie.read.slice_reader import SliceMergeInfo, iter_read_slice
 from hoodie.schema.avro_arrow import add_meta_fields
@@ -223,7 +224,12 @@ def compaction_operation(
     )
 
 
-def compaction_plan(ops: list[CompactionOperation]) -> CompactionPlan | None:
+def compaction_plan(
+    ops: list[CompactionOperation],
+    *,
+    strategy: StrategyRecord | None = None,
+    preserve_hoodie_metadata: bool = False,
+) -> CompactionPlan | None:
     """A plan of ``ops`` in partition and file-id order, or None when there are none."""
     if not ops:
         return None
@@ -231,8 +237,8 @@ def compaction_plan(ops: list[CompactionOperation]) -> CompactionPlan | None:
     return CompactionPlan(
         operations=ops,
         extra_metadata={},
-        strategy=None,
-        preserve_hoodie_metadata=False,
+        strategy=strategy,
+        preserve_hoodie_metadata=preserve_hoodie_metadata,
         missing_schedule_partitions=[],
     )
 
@@ -391,6 +397,54 @@ def _merge_counts(info: SliceMergeInfo, out_keys: pa.ChunkedArray | None) -> tup
     )
 
 
+def compacted_slice_stat(
+    file_slice: FileSlice,
+    new_name: str,
+    *,
+    prev_commit: str,
+    rows: int,
+    updated: int,
+    deleted: int,
+    log_records: int,
+    log_keys: int,
+    size: int,
+    stats: ScanStats,
+    scan_ms: int,
+    started: float,
+) -> WriteStat:
+    """The write stat of the new base file ``new_name`` that compacting ``file_slice`` wrote
+    (data and metadata-table compaction alike): ``rows`` written, ``updated`` of them from the
+    logs, ``deleted`` dropped, ``log_keys`` keys among ``log_records`` log records."""
+    return WriteStat(
+        file_id=file_slice.file_id,
+        path=join(file_slice.partition_path, new_name),
+        prev_commit=prev_commit,
+        num_writes=rows,
+        num_deletes=deleted,
+        num_update_writes=updated,
+        total_write_bytes=size,
+        total_write_errors=0,
+        partition_path=file_slice.partition_path,
+        total_log_records=log_records,
+        total_updated_records_compacted=log_keys,
+        num_inserts=rows - updated,
+        total_log_blocks=stats.total_log_blocks,
+        total_corrupt_log_block=stats.total_corrupt_blocks,
+        total_rollback_blocks=stats.total_rollback_blocks,
+        file_size_in_bytes=size,
+        prev_base_file=file_slice.base_file.name if file_slice.base_file else None,
+        runtime_stats=RuntimeStats(
+            total_scan_time=scan_ms,
+            total_create_time=0,
+            total_upsert_time=int((time.monotonic() - started) * 1000),
+        ),
+        total_log_files_compacted=len(file_slice.log_files),
+        total_log_read_time_ms=scan_ms,
+        total_log_size_compacted=stats.total_log_size,
+        num_updates=0,
+    )
+
+
 def compact_file_group(task: Task) -> TaskResult:
     """Executor side: compact one file slice into a new base file; returns its write stat."""
     started = time.monotonic()
@@ -429,33 +483,19 @@ def compact_file_group(task: Task) -> TaskResult:
     crash_point("compaction.task_after_write")
     keys = pa.chunked_array([c for k in out_keys for c in k.chunks], pa.string()) if out_keys else None
     updated, deleted, log_records, log_keys = _merge_counts(info, keys)
-    stat = WriteStat(
-        file_id=file_slice.file_id,
-        path=join(file_slice.partition_path, new.name),
+    stat = compacted_slice_stat(
+        file_slice,
+        new.name,
         prev_commit=file_slice.base_instant_time,
-        num_writes=rows,
-        num_deletes=deleted,
-        num_update_writes=updated,
-        total_write_bytes=result.size,
-        total_write_errors=0,
-        partition_path=file_slice.partition_path,
-        total_log_records=log_records,
-        total_updated_records_compacted=log_keys,
-        num_inserts=rows - updated,
-        total_log_blocks=stats.total_log_blocks,
-        total_corrupt_log_block=stats.total_corrupt_blocks,
-        total_rollback_blocks=stats.total_rollback_blocks,
-        file_size_in_bytes=result.size,
-        prev_base_file=file_slice.base_file.name if file_slice.base_file else None,
-        runtime_stats=RuntimeStats(
-            total_scan_time=scan_ms,
-            total_create_time=0,
-            total_upsert_time=int((time.monotonic() - started) * 1000),
-        ),
-        total_log_files_compacted=len(file_slice.log_files),
-        total_log_read_time_ms=scan_ms,
-        total_log_size_compacted=stats.total_log_size,
-        num_updates=0,
+        rows=rows,
+        updated=updated,
+        deleted=deleted,
+        log_records=log_records,
+        log_keys=log_keys,
+        size=result.size,
+        stats=stats,
+        scan_ms=scan_ms,
+        started=started,
     )
     return {"write_stat": stat.to_avro(), "rows": rows, "bytes": nbytes}
 

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import base64
 import logging
-import shutil
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -313,12 +312,7 @@ def _drop_partial_build(ctx: ServiceContext, partitions: Sequence[str]) -> None:
                 continue
         rollback_metadata_instant(table, instant.requested_time, mdt)
     for partition in ours:
-        folder = join(mdt.base_path, partition)
-        if table.fileio.scheme == "file":
-            shutil.rmtree(folder, ignore_errors=True)
-        else:
-            for info in table.fileio.list_dir(folder):
-                table.fileio.delete(info.path)
+        table.fileio.delete_dir(join(mdt.base_path, partition))
     set_metadata_partitions(table, inflight_remove=ours)
     log.info("%s: dropped the partial build of %s", table.base_path, ", ".join(ours))
 

@@ -62,7 +62,7 @@ from hoodie.services.base import (
     register_service,
 )
 from hoodie.services.claim import claim_instant, require_pending
-from hoodie.services.compaction import compaction_operation, slice_of
+from hoodie.services.compaction import compaction_operation, compaction_plan, slice_of
 from hoodie.services.options import bool_option, int_option
 from hoodie.services.rollback import execute_rollback, schedule_rollback
 from hoodie.services.slice_tasks import (
@@ -201,15 +201,10 @@ def plan_log_compaction(
             threshold = policy.blocks_threshold
             if len(file_slice.log_files) >= threshold or len(blocks) >= threshold:
                 ops.append(compaction_operation(file_slice))
-    if not ops:
-        return None
-    ops.sort(key=lambda op: (op.partition_path or "", op.file_id or ""))
-    return CompactionPlan(
-        operations=ops,
-        extra_metadata={},
+    return compaction_plan(
+        ops,
         strategy=CompactionStrategy(compactor_class_name=COMPACTOR_CLASS, strategy_params={}, version=1),
         preserve_hoodie_metadata=True,
-        missing_schedule_partitions=[],
     )
 
 

@@ -572,15 +572,13 @@ class HoodieWriter:
             fresh = self.table.reload()
             self._check_conflicts(timeline, fresh, touched, instant_time)
             payload = metadata.to_bytes(self.table.table_version)
-            if self.table.has_metadata_table:
-                self.table.reload_config()  # an indexer may have added a partition meanwhile
             sync_metadata_table(
                 self.table,
                 fresh,
                 inflight,
                 payload,
                 lambda: self.time_source.new_instant_time(lock_held=True),
-                record_index=record_index(fresh),
+                record_index=lambda: record_index(fresh),
                 log_records=log_records,
             )
             completion = self.time_source.new_instant_time(lock_held=True) if fresh.layout >= 2 else None
