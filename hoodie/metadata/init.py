@@ -46,6 +46,7 @@ __all__ = [
     "build_partition",
     "complete_partition_build",
     "create_metadata_table",
+    "files_on_storage",
     "files_partition_records",
     "free_init_instant_time",
     "init_instant_time",
@@ -243,23 +244,32 @@ def build_partition(
     )
 
 
-def files_partition_records(data_table: HoodieTable, timeline: ActiveTimeline) -> dict[str, Payload]:
-    """The ``files`` partition of the table as it is now: every committed file of every partition."""
+def files_on_storage(data_table: HoodieTable, timeline: ActiveTimeline) -> dict[str, dict[str, int]]:
+    """Data partition -> {file name: size} of every committed file on storage (partitions with none
+    left out): what the ``files`` partition should list."""
     view = data_table.file_system_view(timeline=timeline)
-    records: dict[str, Payload] = {}
-    partitions: dict[str, tuple[int, bool]] = {}
+    out: dict[str, dict[str, int]] = {}
     for partition in view.partitions():
         listing = list_partition(data_table.fileio, data_table.base_path, partition)
-        entries: dict[str, tuple[int, bool]] = {}
+        entries: dict[str, int] = {}
         for base in listing.base_files:
             if view.is_committed(base.commit_time):
-                entries[base.name] = (base.size, False)
+                entries[base.name] = base.size
         for log_file in listing.log_files:
             if view.is_committed(log_file.instant_time) or view.completion_time(log_file.instant_time):
-                entries[log_file.name] = (log_file.size, False)
+                entries[log_file.name] = log_file.size
         if entries:
-            partitions[partition_id(partition)] = (0, False)
-            records[partition_id(partition)] = files_payload(entries)
+            out[partition] = entries
+    return out
+
+
+def files_partition_records(data_table: HoodieTable, timeline: ActiveTimeline) -> dict[str, Payload]:
+    """The ``files`` partition of the table as it is now: every committed file of every partition."""
+    records: dict[str, Payload] = {}
+    partitions: dict[str, tuple[int, bool]] = {}
+    for partition, files in files_on_storage(data_table, timeline).items():
+        partitions[partition_id(partition)] = (0, False)
+        records[partition_id(partition)] = files_payload({n: (size, False) for n, size in files.items()})
     records[ALL_PARTITIONS_KEY] = files_payload(partitions, all_partitions=True)
     return records
 

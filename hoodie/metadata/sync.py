@@ -13,8 +13,8 @@ metadata writer does (hudi-format.md §6.4), and commits them at the same instan
   new file groups and follows records that clustering moved, and is left alone by compaction;
   a write moves secondary-index entries to the values it wrote (``secondary``);
 * clean: deleted files become tombstones in ``files``, ``column_stats`` and ``bloom_filters``;
-* rollback: the metadata-table instant of the rolled-back commit is rolled back too, and the
-  files the rollback deleted become tombstones.
+* rollback and restore: not here; the metadata table's instants are rolled back or restored
+  with them (:mod:`hoodie.metadata.undo`), and :func:`restore_updates` syncs a restored one.
 """
 
 from __future__ import annotations
@@ -52,10 +52,9 @@ from hoodie.metadata.records import (
     record_index_payload,
 )
 from hoodie.metadata.table import MetadataTable
-from hoodie.metadata.writer import MetadataWriter, Updates, rollback_metadata_instant
+from hoodie.metadata.writer import MetadataWriter, Updates
 from hoodie.models.clean import CleanMetadata
 from hoodie.models.commit import CommitMetadata, ReplaceCommitMetadata, WriteStat
-from hoodie.models.rollback import RollbackMetadata
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant
 from hoodie.timeline.instant_time import instant_to_epoch_millis
@@ -63,7 +62,13 @@ from hoodie.timeline.timeline import ActiveTimeline
 
 log = logging.getLogger(__name__)
 
-__all__ = ["RecordIndexChanges", "metadata_updates", "require_supported_metadata", "sync_metadata_table"]
+__all__ = [
+    "RecordIndexChanges",
+    "metadata_updates",
+    "require_supported_metadata",
+    "restore_updates",
+    "sync_metadata_table",
+]
 
 SUPPORTED_PARTITIONS = (
     MetadataPartition.FILES,
@@ -441,22 +446,28 @@ def metadata_updates(
         b.files_deleted(deleted, gone)
         b.stats_deleted(deleted)
         b.blooms_deleted(deleted)
-    elif action is Action.ROLLBACK:
-        # Only files the metadata table lists become tombstones: a failed attempt's files were
-        # never listed (its metadata-table instant was rolled back first), and a retry may write
-        # a file of the same name that must not be hidden by a tombstone applied after it.
-        rollback = RollbackMetadata.from_bytes(payload, version)
-        touched = [p for p, m in rollback.partition_metadata.items() if m.success_delete_files]
-        listed = b.mdt.list_files(touched) if touched else {}
-        deleted = {
-            p: [n for f in m.success_delete_files if (n := posixpath.basename(f)) in listed.get(p, {})]
-            for p, m in rollback.partition_metadata.items()
-        }
-        b.files_deleted({p: names for p, names in deleted.items() if names})
-        b.stats_deleted({p: names for p, names in deleted.items() if names})
-        b.blooms_deleted({p: names for p, names in deleted.items() if names})
     else:
         return {}
+    return {p: u for p, u in b.updates.items() if u}
+
+
+def restore_updates(
+    table: HoodieTable,
+    timeline: ActiveTimeline,
+    instant_time: str,
+    *,
+    added: Mapping[str, Mapping[str, int]],
+    deleted: Mapping[str, Iterable[str]],
+    partitions_deleted: Iterable[str],
+) -> dict[str, dict[str, Payload | None]]:
+    """The metadata-table updates that bring a restored metadata table in line with storage, as
+    Hudi's restore sync: ``files`` and ``column_stats`` (``buildRestore`` of those two indexes)."""
+    b = _Builder(table, timeline, instant_time)
+    b.files_added(added)
+    b.files_deleted(deleted, partitions_deleted)
+    if b.enabled(MetadataPartition.COLUMN_STATS):
+        b.stats_added(added)
+        b.stats_deleted(deleted)
     return {p: u for p, u in b.updates.items() if u}
 
 
@@ -486,10 +497,6 @@ def sync_metadata_table(
         f"completing {instant}",
         secondary_ok=instant.action not in (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT),
     )
-    if instant.action.completed_action is Action.ROLLBACK:
-        rollback = RollbackMetadata.from_bytes(payload, table.table_version)
-        for target in rollback.commits_rollback:
-            rollback_metadata_instant(table, target)
     changes = record_index() if record_index is not None else None
     updates: Updates = metadata_updates(
         table, timeline, instant, payload, record_index=changes, log_records=log_records

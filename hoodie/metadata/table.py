@@ -35,7 +35,6 @@ from hoodie.metadata.secondary import shard_keys
 from hoodie.read.log_scanner import scan_log_blocks
 from hoodie.read.slice_reader import decode_delete_block
 from hoodie.table import HoodieTable
-from hoodie.timeline.instant_time import normalize
 from hoodie.timeline.timeline import ActiveTimeline
 
 log = logging.getLogger(__name__)
@@ -88,13 +87,12 @@ class MetadataTable:
         return len({s.file_id for s in self.file_slices(partition)})
 
     def _data_instant_valid(self, ts: str) -> bool:
+        """Hudi's rule (``getValidInstantTimestamps``): a completed metadata-table deltacommit
+        counts unless the data instant of its time is still pending (the writer died between the
+        two, or has not completed yet). Instants only the metadata table has count: those that
+        initialise partitions and the sync after a restore."""
         data = self.data_timeline
-        if data.is_completed(ts):
-            return True
-        if ts in data:
-            return False  # pending: the data commit has not completed (or failed)
-        first = data.first()
-        return first is not None and normalize(ts) < normalize(first.requested_time)
+        return data.is_completed(ts) or ts not in data
 
     def read_slice(self, file_slice: FileSlice, keys: set[str] | None = None) -> dict[str, Payload | None]:
         """Merged records of one metadata file slice (None marks a deleted key)."""

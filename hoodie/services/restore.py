@@ -10,7 +10,9 @@ goes into the restore instead), completes ``T[_C].restore`` with a ``HoodieResto
 removes every rollback instant after the savepoint from the timeline.
 
 As in Hudi, a restore refuses to roll back a savepointed commit (delete that savepoint first). It
-also refuses while a write it would roll back still has a live heartbeat.
+also refuses while a write it would roll back still has a live heartbeat. A table with a metadata
+table has it restored too, before the restore completes (:mod:`hoodie.metadata.undo`): the
+metadata table's own restore uses this module with ``to_instant`` (no savepoint there).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import logging
 import time
 
 from hoodie.errors import InstantBusyError, TableServiceError
+from hoodie.metadata.undo import check_metadata_restorable, restore_metadata_table
 from hoodie.models.restore import RestoreMetadata, RestorePlan
 from hoodie.models.rollback import InstantInfo, RollbackMetadata
 from hoodie.services.base import (
@@ -81,20 +84,21 @@ def instants_to_restore(table: HoodieTable, tl: ActiveTimeline, savepoint_time: 
     return clustering + rest
 
 
-def _refuse_metadata_table(table: HoodieTable) -> None:
-    if table.has_metadata_table:
-        raise TableServiceError(
-            f"{table.base_path} has a metadata table; restoring it to a savepoint also means restoring the "
-            "metadata table, which hts does not do: restore with Apache Hudi. Nothing was written."
-        )
-
-
 def schedule_restore(
-    ctx: ServiceContext, savepoint_time: str | None = None, *, dry_run: bool = False
+    ctx: ServiceContext,
+    savepoint_time: str | None = None,
+    *,
+    dry_run: bool = False,
+    to_instant: bool = False,
 ) -> Scheduled:
-    """Plan a restore to ``savepoint_time`` (default: the latest savepoint); write ``T.restore.requested``."""
+    """Plan a restore to ``savepoint_time`` (default: the latest savepoint); write ``T.restore.requested``.
+
+    ``to_instant`` restores to a completed commit that has no savepoint, as Hudi restores a
+    metadata table to its data table's savepoint.
+    """
     table = ctx.table
-    _refuse_metadata_table(table)
+    if savepoint_time is not None and not to_instant:
+        check_metadata_restorable(table, savepoint_time)
     with locked(ctx.table_lock, ctx.lock_timeout_s):
         tl = table.reload()
         pending = tl.pending().actions(Action.RESTORE)
@@ -108,7 +112,8 @@ def schedule_restore(
             if last is None:
                 raise TableServiceError(f"{table.base_path} has no savepoint to restore to")
             savepoint_time = last.requested_time
-        elif savepoint_time not in savepoints:
+            check_metadata_restorable(table, savepoint_time)
+        elif savepoint_time not in savepoints and not to_instant:
             raise TableServiceError(f"{table.base_path} has no completed savepoint at {savepoint_time}")
         instants = instants_to_restore(table, tl, savepoint_time)
         times = {i.requested_time for i in instants}
@@ -150,7 +155,6 @@ def schedule_restore(
 def execute_restore(ctx: ServiceContext, restore_time: str, runner: Runner) -> ExecutionResult:
     """Run a requested (or interrupted) restore: roll back its instants, then complete it."""
     table = ctx.table
-    _refuse_metadata_table(ctx.table)
     tl = table.reload()
     current = tl.get(restore_time, Action.RESTORE)
     if current is None or current.is_completed:
@@ -167,6 +171,8 @@ def execute_restore(ctx: ServiceContext, restore_time: str, runner: Runner) -> E
     savepoint = plan.savepoint_to_restore_timestamp
     if savepoint is None:
         raise TableServiceError(f"restore plan {tl.path_of(name)} names no savepoint")
+    if current.is_requested:
+        check_metadata_restorable(table, savepoint)
     started = time.monotonic()
     inflight = tl.transition_to_inflight(current) if current.is_requested else current
     beat = Heartbeat(table.fileio, table.paths, restore_time, ctx.heartbeat).start()
@@ -212,7 +218,8 @@ def execute_restore(ctx: ServiceContext, restore_time: str, runner: Runner) -> E
 
 
 def _finish(ctx: ServiceContext, inflight: Instant, savepoint: str, metadata: RestoreMetadata) -> Instant:
-    """Under the lock: complete the restore, then drop every rollback instant after the savepoint."""
+    """Under the lock: restore the metadata table, complete the restore, then drop every rollback
+    instant after the savepoint."""
     table = ctx.table
     with locked(ctx.table_lock, ctx.lock_timeout_s):
         fresh = table.reload()
@@ -222,6 +229,7 @@ def _finish(ctx: ServiceContext, inflight: Instant, savepoint: str, metadata: Re
                 f"restore {inflight.requested_time} is no longer inflight on {table.base_path} "
                 f"(now {current})"
             )
+        restore_metadata_table(ctx, savepoint)
         completion = ctx.new_instant_time(lock_held=True) if fresh.layout >= 2 else None
         done = fresh.complete(current, metadata.to_bytes(table.table_version), completion)
         for rb in fresh.actions(Action.ROLLBACK).after(savepoint):

@@ -74,6 +74,12 @@ def check_completed_rollback(tl: ActiveTimeline, instant: Instant) -> None:
         )
 
 
+def _check_metadata_rollback(table: HoodieTable, instant: Instant) -> None:
+    from hoodie.metadata.undo import check_metadata_rollback
+
+    check_metadata_rollback(table, instant)
+
+
 def check_abandoned(ctx: ServiceContext, instant: Instant) -> None:
     """Refuse to roll back a pending instant that another process still beats for."""
     table = ctx.table
@@ -95,12 +101,17 @@ def schedule_rollback(
     pending_only: bool = False,
     dry_run: bool = False,
     reason: str = "requested",
+    verify: bool = True,
+    rollback_time: str | None = None,
 ) -> Scheduled:
-    """Plan the rollback of ``instant_time`` and, unless ``dry_run``, write ``R.rollback.requested``.
+    """Plan the rollback of ``instant_time`` and, unless ``dry_run``, write ``R.rollback.requested``
+    (at ``rollback_time``, default a new instant time).
 
     Outside a restore, a pending instant must be abandoned (its heartbeat expired), and a completed
-    one must be the latest and not savepointed; ``pending_only`` refuses an instant that completed
-    since it was found failed. Everything is checked again under the table lock.
+    one must be the latest, not savepointed, and not yet compacted into the metadata table;
+    ``pending_only`` refuses an instant that completed since it was found failed. Everything is
+    checked again under the table lock. ``verify`` off skips those checks: the metadata table rolls
+    back the deltacommit of a data instant being rolled back, whatever came after it.
     """
     table = ctx.table
     ctx.require_supported_metadata("rollback")
@@ -113,9 +124,10 @@ def schedule_rollback(
             raise TableServiceError(
                 f"{instant} on {table.base_path} completed meanwhile; not rolling it back"
             )
-        if instant.is_completed and not is_restore:
+        if instant.is_completed and verify and not is_restore:
             check_completed_rollback(tl, instant)
-        if not instant.is_completed and not is_restore:
+            _check_metadata_rollback(table, instant)
+        if not instant.is_completed and verify and not is_restore:
             check_abandoned(ctx, instant)
         existing = pending_rollbacks(table, tl).get(instant.requested_time)
         if existing is not None and not is_restore:
@@ -124,7 +136,7 @@ def schedule_rollback(
         plan = build_rollback_plan(table, instant, tl, is_restore=is_restore)
         if dry_run:
             return Scheduled(None, plan, reason)
-        rollback_time = ctx.new_instant_time(lock_held=True)
+        rollback_time = rollback_time or ctx.new_instant_time(lock_held=True)
         tl.create_requested(
             Instant(rollback_time, Action.ROLLBACK, State.REQUESTED), plan.to_bytes(table.table_version)
         )
@@ -278,6 +290,8 @@ def execute_rollback(
     try:
         if target is not None and target.is_completed:
             with locked(ctx.table_lock, ctx.lock_timeout_s):  # unpublish before deleting its files
+                if publish:
+                    _check_metadata_rollback(table, target)
                 table.reload().delete_state(info.commit_time, State.COMPLETED, target_action)
         crash_point("rollback.after_inflight")
         requests = plan.rollback_requests or []
@@ -337,12 +351,10 @@ def _finish(
             )
         action = Action(info.action)
         target = fresh.get(info.commit_time, action)
-        if publish:
-            ctx.sync_metadata(fresh, current, metadata.to_bytes(table.table_version))
-        elif table.has_metadata_table:
-            from hoodie.metadata.writer import rollback_metadata_instant
+        if publish and table.has_metadata_table:  # a restore restores the metadata table itself
+            from hoodie.metadata.undo import rollback_metadata_commit
 
-            rollback_metadata_instant(table, info.commit_time)
+            rollback_metadata_commit(ctx, info.commit_time, current.requested_time)
         if target is not None and revert:
             fresh.delete_state(info.commit_time, State.INFLIGHT, action)
         elif target is not None:

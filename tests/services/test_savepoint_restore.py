@@ -44,7 +44,7 @@ TYPES = [TableType.COPY_ON_WRITE, TableType.MERGE_ON_READ]
 
 def _table(path: Path, version: TableVersion, table_type: TableType) -> tuple[HoodieTable, list[str]]:
     """A table after an insert and an upsert; returns it and the two instants. Without a
-    metadata table: hts refuses to restore tables that have one (see below)."""
+    metadata table (v6 has none; restores with one: test_metadata_undo)."""
     table = new_table(path, table_type=table_type, version=version, metadata_table=False)
     writer = HoodieWriter(table)
     first = writer.insert(rows(range(12), 1)).instant.requested_time
@@ -248,18 +248,3 @@ def test_restore_refuses_savepointed_commits_and_live_writers(tmp_path: Path) ->
     ] == [first]
     with pytest.raises(TableServiceError, match="no pending restore"):
         execute_restore(ctx, restored.instant.requested_time, LocalRunner())
-
-
-def test_restore_of_a_table_with_a_metadata_table_is_refused(tmp_path: Path) -> None:
-    """Restoring would also mean restoring the metadata table, which hts does not do yet."""
-    path = tmp_path / "t"
-    table = new_table(path)
-    writer = HoodieWriter(table)
-    first = writer.insert(rows(range(6), 1)).instant.requested_time
-    writer.upsert(rows(range(3), 2))
-    ctx = ServiceContext(HoodieTable.open(str(path)))
-    create_savepoint(ctx, first)
-    before = sorted(p.name for p in (path / ".hoodie" / "timeline").iterdir())
-    with pytest.raises(TableServiceError, match="has a metadata table"):
-        schedule_restore(ctx, first)
-    assert sorted(p.name for p in (path / ".hoodie" / "timeline").iterdir()) == before

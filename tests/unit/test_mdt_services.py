@@ -39,6 +39,7 @@ from hoodie.metadata.services import (
 from hoodie.metadata.table import MetadataTable, open_metadata_table
 from hoodie.metadata.writer import BLOOM_NUM_ENTRIES, MetadataWriter
 from hoodie.models.clean import CleaningPolicy, CleanMetadata
+from hoodie.models.commit import CommitMetadata
 from hoodie.models.compaction import CompactionPlan
 from hoodie.services.archival import ArchivalPolicy
 from hoodie.services.base import JobCancelled, LocalRunner, ServiceContext
@@ -86,19 +87,35 @@ def _mdt_timeline(path: Path) -> list[Instant]:
     return list(open_metadata_table(HoodieTable.open(str(path))).reload())
 
 
-def _abandoned_write(ctx: ServiceContext) -> str:
-    """A data-table delta commit whose writer died right after starting it (no heartbeat)."""
+def _abandoned_write(ctx: ServiceContext, *, reached_mdt: bool = False) -> str:
+    """A data-table delta commit whose writer died right after starting it (no heartbeat), or
+    (``reached_mdt``) right after its metadata-table deltacommit completed."""
     instant_time = ctx.new_instant_time()
     timeline = ctx.table.reload()
     requested = timeline.create_requested(Instant(instant_time, Action.DELTA_COMMIT, State.REQUESTED))
     timeline.transition_to_inflight(requested)
+    if reached_mdt:
+        MetadataWriter(ctx.table).commit(instant_time, {}, ctx.new_instant_time)
     return instant_time
 
 
-def _mdt_commits_from_rollbacks(ctx: ServiceContext, count: int) -> None:
-    """``count`` MDT delta commits: each rollback of an abandoned data write commits to the MDT."""
+def _mdt_deltacommits(ctx: ServiceContext, count: int) -> None:
+    """``count`` MDT deltacommits, each of an empty data-table deltacommit (the data unchanged)."""
     for _ in range(count):
-        rollback(ctx, _abandoned_write(ctx), LocalRunner())
+        instant_time = _abandoned_write(ctx, reached_mdt=True)
+        timeline = ctx.table.reload()
+        inflight = timeline.get(instant_time)
+        last = timeline.completed().writes().last()
+        assert inflight is not None and last is not None
+        schema = ctx.table.commit_metadata(last).schema  # readers take the latest commit's schema
+        empty = CommitMetadata(
+            partition_to_write_stats={},
+            compacted=False,
+            extra_metadata={"schema": schema} if schema else {},
+            version=None,
+            operation_type="UPSERT",
+        )
+        timeline.complete(inflight, empty.to_bytes(ctx.table.table_version), ctx.new_instant_time())
 
 
 def _value_file_names(reader: HFileReader, schema_json: str) -> set[str]:
@@ -342,9 +359,9 @@ def test_clean_then_archival_after_a_compaction(table_copy: Any, name: str) -> N
 
     # Hudi waits for three MDT instants after a compaction before cleaning
     assert clean_metadata_table(data, ctx, policy=SHORT) is None
-    _mdt_commits_from_rollbacks(ctx, 2)
+    _mdt_deltacommits(ctx, 2)
     assert clean_metadata_table(data, ctx, policy=SHORT) is None
-    _mdt_commits_from_rollbacks(ctx, 1)
+    _mdt_deltacommits(ctx, 1)
     old_files = {
         p.relative_to(_mdt_path(path)).as_posix()
         for p in _mdt_path(path).glob("*/*")
@@ -432,7 +449,7 @@ def test_maintain_runs_what_is_due(table_copy: Any) -> None:
     policy = dataclasses.replace(SHORT, max_delta_commits=2)
     out = maintain_metadata_table(ctx, policy=policy)
     assert out["compaction"] is not None and out["clean"] is None
-    _mdt_commits_from_rollbacks(ctx, 3)
+    _mdt_deltacommits(ctx, 3)
     out = maintain_metadata_table(ctx, policy=policy)
     assert out["clean"] is not None
     assert _records(path) == records

@@ -1,0 +1,221 @@
+"""Rollbacks and restores of a data table, carried into its metadata table as Apache Hudi 1.x does.
+
+**Rollback** (``HoodieBackedTableMetadataWriter.update(HoodieRollbackMetadata, ...)``): the metadata
+table's (MDT) deltacommit with the rolled-back instant's time is rolled back by an MDT ``rollback``
+instant at the data rollback's time (a v8 MERGE_ON_READ rollback: the log files it wrote are
+deleted), before the data rollback completes. When the MDT never got that deltacommit there is
+nothing to undo. A completed deltacommit that an MDT compaction has already merged into base files
+cannot be undone that way: Hudi fails the rollback and points to restore; hts refuses when the
+rollback is planned, before anything is written.
+
+**Restore** (``update(HoodieRestoreMetadata, ...)``): the data table's instants after the savepoint
+are rolled back without touching the MDT; then, before the data restore completes, the MDT is
+restored to the savepoint's time (an MDT ``restore`` rolling back every MDT instant after it, by
+Hudi's restore ordering) and one more MDT deltacommit, at a new instant time, brings ``files`` and
+``column_stats`` in line with what storage holds now (the data cleans after the savepoint deleted
+files that the restored MDT lists again). Hudi's readers accept that deltacommit although no data
+instant has its time: a completed MDT deltacommit is valid unless its data instant is pending.
+
+A restore needs the MDT to still hold the savepoint: its deltacommit active, every MDT file group
+a file slice based at or before it (the MDT cleaner may have removed them), and no MDT partition
+built after it (rolling its build back would leave a partition the table's properties list but
+storage lacks). :func:`check_metadata_restorable` refuses otherwise, naming what is missing.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from hoodie.errors import TableServiceError
+from hoodie.metadata.init import INIT_PREFIX, files_on_storage
+from hoodie.metadata.services import metadata_service_context
+from hoodie.metadata.sync import has_metadata_table, restore_updates
+from hoodie.metadata.table import MetadataTable
+from hoodie.metadata.writer import MetadataWriter
+from hoodie.services.base import LocalRunner, ServiceContext
+from hoodie.table import HoodieTable
+from hoodie.timeline.instant import Action, Instant
+from hoodie.timeline.instant_time import normalize
+from hoodie.timeline.timeline import ActiveTimeline
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "check_metadata_restorable",
+    "check_metadata_rollback",
+    "restore_metadata_table",
+    "rollback_metadata_commit",
+]
+
+
+def _compacted_past(mdt_timeline: ActiveTimeline, deltacommit: Instant) -> Instant | None:
+    """The latest completed MDT compaction if it already merged the completed ``deltacommit``
+    (Hudi's ``validateRollback``: the deltacommit completed at or before the compaction's time)."""
+    compaction = mdt_timeline.completed().actions(Action.COMMIT).last()
+    if compaction is None or deltacommit.completion_time is None:
+        return None
+    if len(deltacommit.requested_time) != len(compaction.requested_time):
+        return None  # an initialisation instant: compared by Hudi only at equal lengths
+    if normalize(deltacommit.completion_time) <= normalize(compaction.requested_time):
+        return compaction
+    return None
+
+
+def check_metadata_rollback(table: HoodieTable, instant: Instant) -> None:
+    """Refuse to roll back completed ``instant`` when the MDT can no longer undo its update."""
+    if not has_metadata_table(table):
+        return
+    mdt = MetadataTable.open(table)
+    deltacommit = mdt.timeline.get(instant.requested_time, Action.DELTA_COMMIT)
+    if deltacommit is None or not deltacommit.is_completed:
+        return
+    compaction = _compacted_past(mdt.timeline, deltacommit)
+    if compaction is not None:
+        raise TableServiceError(
+            f"cannot roll back {instant} on {table.base_path}: the metadata table's compaction "
+            f"{compaction.requested_time} already merged its update (as Apache Hudi, hts does not roll "
+            "back a commit the metadata table compacted); restore to a savepoint instead. Nothing was "
+            "written."
+        )
+
+
+def rollback_metadata_commit(ctx: ServiceContext, target_time: str, rollback_time: str) -> Instant | None:
+    """Roll back the MDT deltacommit at ``target_time`` with an MDT rollback at ``rollback_time``
+    (call with the table lock held, before the data rollback completes); None if it has none."""
+    from hoodie.services.recovery import pending_rollbacks
+    from hoodie.services.rollback import execute_rollback, schedule_rollback
+
+    table = ctx.table
+    mctx = metadata_service_context(table, ctx)
+    mdt = mctx.table
+    tl = mdt.reload()
+    planned = pending_rollbacks(mdt, tl).get(target_time)
+    target = tl.get(target_time, Action.DELTA_COMMIT)
+    if planned is None and target is None:
+        log.info(
+            "%s: %s never reached the metadata table; nothing to roll back there",
+            table.base_path,
+            target_time,
+        )
+        return None
+    if planned is not None:
+        mdt_rollback = planned[0].requested_time
+    else:
+        assert target is not None
+        if target.is_completed and (compaction := _compacted_past(tl, target)) is not None:
+            raise TableServiceError(
+                f"{table.base_path}: the metadata table's compaction {compaction.requested_time} already "
+                f"merged deltacommit {target_time}; it cannot be rolled back (restore to a savepoint)"
+            )
+        scheduled = schedule_rollback(
+            mctx, target_time, action=Action.DELTA_COMMIT, verify=False, rollback_time=rollback_time
+        )
+        assert scheduled.instant_time is not None
+        mdt_rollback = scheduled.instant_time
+    done, _ = execute_rollback(mctx, mdt_rollback, LocalRunner())
+    log.info("%s: rolled back metadata-table deltacommit %s (%s)", table.base_path, target_time, done)
+    return done
+
+
+# -- restore ------------------------------------------------------------------------------------
+
+
+def check_metadata_restorable(table: HoodieTable, savepoint_time: str) -> None:
+    """Refuse, before anything is written, a restore the MDT cannot follow."""
+    if not has_metadata_table(table):
+        return
+    where = f"cannot restore {table.base_path} to {savepoint_time}"
+    pending_indexing = table.reload().pending().actions(Action.INDEXING)
+    if pending_indexing:
+        raise TableServiceError(
+            f"{where}: indexing {pending_indexing.instants[0].requested_time} is still pending; run or "
+            "cancel it first"
+        )
+    mdt = MetadataTable.open(table)
+    saved = mdt.timeline.get(savepoint_time, Action.DELTA_COMMIT)
+    if saved is None or not saved.is_completed or saved.completion_time is None:
+        raise TableServiceError(
+            f"{where}: the metadata table has no completed deltacommit {savepoint_time} (it was "
+            "created after the savepoint); drop the metadata table or restore with Apache Hudi"
+        )
+    built_after = sorted(
+        f"{i.requested_time}"
+        for i in mdt.timeline.completed().actions(Action.DELTA_COMMIT)
+        if i.requested_time.startswith(INIT_PREFIX)
+        and normalize(i.completion_time or "") > normalize(saved.completion_time)
+    )
+    if built_after:
+        raise TableServiceError(
+            f"{where}: metadata-table partitions were built after the savepoint (initialisation "
+            f"instants {built_after}); restoring would undo those builds"
+        )
+    partitions = table.config.metadata_partitions
+    late = sorted(
+        f"{p}/{file_id}"
+        for p in partitions
+        for file_id, bases in _base_times(mdt, p).items()
+        if not any(normalize(b) <= normalize(savepoint_time) for b in bases)
+    )
+    if late:
+        raise TableServiceError(
+            f"{where}: metadata-table file groups {late} have no file slice at or before the savepoint "
+            "(cleaned after later compactions); the metadata table cannot be restored"
+        )
+
+
+def _base_times(mdt: MetadataTable, partition: str) -> dict[str, list[str]]:
+    """File id -> base instant times of its file slices in metadata partition ``partition``."""
+    out: dict[str, list[str]] = {}
+    for group in mdt.view().file_groups(partition):
+        out[group.file_id] = [s.base_instant_time for s in group.slices()]
+    return out
+
+
+def restore_metadata_table(ctx: ServiceContext, savepoint_time: str) -> Instant | None:
+    """Restore the MDT to ``savepoint_time`` and sync it with storage (call with the table lock
+    held, after the data rollbacks and before the data restore completes)."""
+    from hoodie.services.restore import execute_restore, schedule_restore
+
+    table = ctx.table
+    if not has_metadata_table(table):
+        return None
+    mctx = metadata_service_context(table, ctx)
+    pending = mctx.table.reload().pending().actions(Action.RESTORE)
+    if pending:
+        restore_time = pending.instants[0].requested_time
+    else:
+        scheduled = schedule_restore(mctx, savepoint_time, to_instant=True)
+        assert scheduled.instant_time is not None
+        restore_time = scheduled.instant_time
+    execute_restore(mctx, restore_time, LocalRunner())
+    data_timeline = table.reload()
+    mdt = MetadataTable.open(table, data_timeline)
+    listed = mdt.list_files()
+    stored = files_on_storage(table, data_timeline)
+    added = {
+        p: {n: size for n, size in files.items() if listed.get(p, {}).get(n) != size}
+        for p, files in stored.items()
+    }
+    deleted = {p: [n for n in files if n not in stored.get(p, {})] for p, files in listed.items()}
+    gone = [p for p in listed if p not in stored]
+    sync_time = ctx.new_instant_time(lock_held=True)
+    updates = restore_updates(
+        table,
+        data_timeline,
+        sync_time,
+        added={p: f for p, f in added.items() if f},
+        deleted={p: n for p, n in deleted.items() if n},
+        partitions_deleted=gone,
+    )
+    done = MetadataWriter(table).commit(
+        sync_time, updates, lambda: ctx.new_instant_time(lock_held=True), operation="UPSERT_PREPPED"
+    )
+    log.info(
+        "%s: metadata table restored to %s and synced with storage at %s (%d files added, %d removed)",
+        table.base_path,
+        savepoint_time,
+        done,
+        sum(len(f) for f in added.values()),
+        sum(len(n) for n in deleted.values()),
+    )
+    return done
