@@ -225,3 +225,41 @@ def test_restore_refused_when_the_metadata_table_cannot_follow(tmp_path: Path) -
         schedule_restore(ServiceContext(_open(path)), first)
     assert sorted(p.name for p in timeline_dir.iterdir()) == before
     assert not list(_open(path).reload().actions(Action.RESTORE).instants)
+
+
+def test_a_restore_killed_after_the_metadata_table_was_restored_is_finished_by_the_next_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The process dies after the metadata table was restored and synced, before the data restore
+    completed: running the restore again restores the metadata table again (rolling back the
+    first sync) and completes; both tables are consistent."""
+    import hoodie.services.restore as restore_module
+
+    path = tmp_path / "t"
+    _indexed_table(path, TableType.COPY_ON_WRITE, TableVersion.NINE)
+    writer = HoodieWriter(_open(path))
+    writer.upsert(rows(range(0, 12, 2), 2))
+    create_savepoint(ServiceContext(_open(path)))
+    at_savepoint = _rows(_snapshot(path))
+    writer.upsert(rows([1, 2, 30], 3))
+
+    restore_mdt = restore_module.restore_metadata_table
+
+    def dies_after(ctx: ServiceContext, savepoint: str) -> object:
+        restore_mdt(ctx, savepoint)
+        raise Killed
+
+    monkeypatch.setattr(restore_module, "restore_metadata_table", dies_after)
+    scheduled = schedule_restore(ServiceContext(_open(path)))
+    assert scheduled.instant_time is not None
+    with pytest.raises(Killed):
+        restore_module.execute_restore(ServiceContext(_open(path)), scheduled.instant_time, LocalRunner())
+    assert _open(path).reload().get(scheduled.instant_time).is_inflight  # type: ignore[union-attr]
+    monkeypatch.setattr(restore_module, "restore_metadata_table", restore_mdt)
+
+    restore_module.execute_restore(ServiceContext(_open(path)), scheduled.instant_time, LocalRunner())
+    assert _open(path).reload().get(scheduled.instant_time).is_completed  # type: ignore[union-attr]
+    assert _rows(_snapshot(path)) == at_savepoint
+    _check_consistent(path)
+    HoodieWriter(_open(path)).upsert(rows([3, 70], 4))
+    _check_consistent(path)
