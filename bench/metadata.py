@@ -8,9 +8,9 @@ of them. It runs twice: with the statistics partitions (``files``, ``column_stat
 not the files. (``bloom_filters`` is left out: each record holds a base file's whole footer
 filter, ~0.4 MB at Hudi's default sizing, which is why Hudi leaves it off by default too.) For
 each commit the writer's time splits into the metadata-table update (``sync_metadata_table``
-under the table lock, before the data instant completes, plus the writer's lookup of moved
-record keys) and everything else (the data write); the metadata table's own services after the
-commit are timed apart. Each ratio comes from one run.
+under the table lock, before the data instant completes, which asks the writer for the record
+keys it added or moved) and everything else (the data write); the metadata table's own services
+after the commit are timed apart. Each ratio comes from one run.
 """
 
 from __future__ import annotations
@@ -72,16 +72,13 @@ def _timed_metadata(clock: _Clock) -> Iterator[None]:
     from hoodie.write import writer
 
     sync, maintain = writer.sync_metadata_table, services.maintain_metadata_table
-    lookup = writer.HoodieWriter._record_index_changes
-    writer.sync_metadata_table = clock.wrap("metadata", sync)
+    writer.sync_metadata_table = clock.wrap("metadata", sync)  # asks the writer for its key changes
     services.maintain_metadata_table = clock.wrap("services", maintain)
-    writer.HoodieWriter._record_index_changes = clock.wrap("metadata", lookup)
     try:
         yield
     finally:
         writer.sync_metadata_table = sync
         services.maintain_metadata_table = maintain
-        writer.HoodieWriter._record_index_changes = lookup
 
 
 def _rows(ts: int, files: int, rows_per_file: int) -> pa.Table:

@@ -54,6 +54,8 @@ class BaseFileResult:
     num_records: int
     min_record_key: str | None
     max_record_key: str | None
+    footer: pq.FileMetaData | None = None
+    """The file's Parquet footer as written (its column statistics spare a re-read)."""
 
 
 def set_constant(table: pa.Table, name: str, value: str) -> pa.Table:
@@ -207,6 +209,7 @@ class BaseFileWriter:
             self._rows,
             self.metadata.get(MIN_RECORD_KEY_FOOTER),
             self.metadata.get(MAX_RECORD_KEY_FOOTER),
+            self._writer.writer.metadata,
         )
 
 

@@ -24,19 +24,24 @@ from __future__ import annotations
 
 import operator
 import struct
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from itertools import accumulate
 
 from hoodie.errors import UnsupportedTableError
 from hoodie.hfile.blocks import (
+    GZIP_LEVEL,
     HEADER_SIZE,
     SUPPORTED_CODECS,
     BlockType,
     CompressionCodec,
     encode_block,
-    encode_entry,
+    encode_entries,
     encode_key,
     encode_nonroot_index,
     encode_root_index,
+    join_entries,
 )
 from hoodie.hfile.protobuf import delimited, encode_info
 from hoodie.hfile.reader import (
@@ -63,8 +68,9 @@ _ROW_MAX = 0x7FFF
 class _Output:
     """The file under construction: blocks appended in order, offsets and HBase's counters."""
 
-    def __init__(self, codec: CompressionCodec) -> None:
+    def __init__(self, codec: CompressionCodec, level: int) -> None:
         self.codec = codec
+        self.level = level
         self.parts: list[bytes] = []
         self.offset = 0
         self.prev: dict[BlockType, int] = {}
@@ -72,7 +78,7 @@ class _Output:
 
     def write(self, block_type: BlockType, payload: bytes, *, counted: bool = True) -> tuple[int, int]:
         """Append a block; returns its offset and on-disk size."""
-        block = encode_block(block_type, payload, self.codec, self.prev.get(block_type, -1))
+        block = encode_block(block_type, payload, self.codec, self.prev.get(block_type, -1), self.level)
         offset = self.offset
         self.parts.append(block)
         self.offset += len(block)
@@ -89,8 +95,20 @@ def _file_info_key(key: bytes | str) -> bytes:
     return raw
 
 
+@dataclass(frozen=True)
+class RowsAndValues:
+    """HFile entries as two lists of bytes, rows in strictly ascending order."""
+
+    rows: list[bytes]
+    values: list[bytes]
+
+    def __post_init__(self) -> None:
+        if len(self.rows) != len(self.values):
+            raise ValueError(f"{len(self.rows)} rows but {len(self.values)} values")
+
+
 def write_hfile(
-    entries: Iterable[tuple[bytes | str, bytes]],
+    entries: Iterable[tuple[bytes | str, bytes]] | RowsAndValues,
     *,
     file_info: Mapping[bytes | str, bytes] | None = None,
     meta_blocks: Mapping[str, bytes] | None = None,
@@ -98,6 +116,7 @@ def write_hfile(
     compression: CompressionCodec = CompressionCodec.GZ,
     index_block_entries: int | None = None,
     create_time_ms: int = 0,
+    compression_level: int = GZIP_LEVEL,
 ) -> bytes:
     """The bytes of an HFile holding ``entries``, which must be in strictly ascending key order.
 
@@ -106,7 +125,9 @@ def write_hfile(
     blocks (``bloomFilter``). ``index_block_entries`` (default: none, a single-level index as Hudi
     writes) caps the entries per index block and makes the data index multi-level when the
     file has more blocks than that. ``create_time_ms`` goes to ``hfile.CREATE_TIME_TS`` (Hudi's
-    HBase-based writer leaves it 0).
+    HBase-based writer leaves it 0). ``compression_level`` is the deflate level of GZ blocks
+    (HBase's 6 by default; any level reads the same). ``entries`` may come as
+    :class:`RowsAndValues`, lists a caller already built (no pass over pairs).
     """
     if compression not in SUPPORTED_CODECS:
         raise UnsupportedTableError(
@@ -118,7 +139,7 @@ def write_hfile(
     if index_block_entries is not None and index_block_entries < 2:
         raise ValueError(f"index_block_entries must be at least 2, got {index_block_entries}")
     extra_info = {_file_info_key(k): v for k, v in (file_info or {}).items()}
-    out = _Output(compression)
+    out = _Output(compression, compression_level)
 
     data_entries: list[tuple[bytes, int, int]] = []  # (full first key, offset, size) per data block
     upper: list[tuple[bytes, int, int]] = []  # root-level entries pointing at leaf index blocks
@@ -134,8 +155,8 @@ def write_hfile(
         upper.append((leaf[0][0], offset, size))
         leaf.clear()
 
-    def flush(block: list[bytes], first_row: bytes) -> None:
-        offset, size = out.write(BlockType.DATA, b"".join(block))
+    def flush(payload: bytes, first_row: bytes) -> None:
+        offset, size = out.write(BlockType.DATA, payload)
         nonlocal first_data, last_data
         first_data = offset if first_data < 0 else first_data
         last_data = offset
@@ -147,11 +168,13 @@ def write_hfile(
                 write_leaf()
 
     # Whole-list passes (the metadata table writes hundreds of thousands of entries at a time).
-    rows: list[bytes] = []
-    values: list[bytes] = []
-    for key, value in entries:
-        rows.append(key.encode() if isinstance(key, str) else bytes(key))
-        values.append(value if type(value) is bytes else bytes(value))
+    if isinstance(entries, RowsAndValues):
+        rows, values = entries.rows, entries.values
+    else:
+        rows, values = [], []
+        for key, value in entries:
+            rows.append(key.encode() if isinstance(key, str) else bytes(key))
+            values.append(value if type(value) is bytes else bytes(value))
     if not all(map(operator.lt, rows, rows[1:])):
         i = next(i for i in range(1, len(rows)) if rows[i] <= rows[i - 1])
         order = "duplicate" if rows[i] == rows[i - 1] else "out of order"
@@ -159,15 +182,15 @@ def write_hfile(
     longest = max(rows, key=len, default=b"")
     if len(longest) > _ROW_MAX:
         raise ValueError(f"HFile key of {len(longest)} bytes is longer than {_ROW_MAX}: {longest[:40]!r}...")
-    encoded = list(map(encode_entry, rows, values))
-    start = block_bytes = 0
-    for i, entry_bytes in enumerate(encoded):
-        if i > start and block_bytes >= block_size:
-            flush(encoded[start:i], rows[start])
-            start, block_bytes = i, 0
-        block_bytes += len(entry_bytes)
-    if encoded:
-        flush(encoded[start:], rows[start])
+    heads, sizes = encode_entries(rows, values)
+    # A block closes after the entry that takes it to block_size or more (HBase's check).
+    ends = list(accumulate(sizes))
+    start = 0
+    while start < len(rows):
+        base = ends[start - 1] if start else 0
+        stop = min(bisect_left(ends, base + block_size, lo=start) + 1, len(rows))
+        flush(join_entries(heads[start:stop], rows[start:stop], values[start:stop]), rows[start])
+        start = stop
     count = len(rows)
     key_total = sum(map(len, rows)) + 12 * count
     value_total = sum(map(len, values))

@@ -359,6 +359,19 @@ def _parquet_stats(
 ) -> list[dict[str, Any]]:
     with fileio.open_input(path) as f:
         meta = pq.ParquetFile(f).metadata
+    return _footer_stats(meta, path, file_name, columns, v2)
+
+
+def footer_column_stats(
+    footer: pq.FileMetaData, file_name: str, columns: Sequence[str], *, table_version: int
+) -> list[dict[str, Any]]:
+    """:func:`file_column_stats` of a base file from its footer as the writer wrote it."""
+    return _footer_stats(footer, file_name, file_name, columns, _check_version(table_version))
+
+
+def _footer_stats(
+    meta: pq.FileMetaData, path: str, file_name: str, columns: Sequence[str], v2: bool
+) -> list[dict[str, Any]]:
     wanted = set(columns)
     merged: dict[str, dict[str, Any]] = {}
     for g in range(meta.num_row_groups):

@@ -11,13 +11,15 @@ from __future__ import annotations
 import copy
 import io
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from enum import IntEnum
 from functools import cache, lru_cache
 from importlib import resources
 from typing import Any
 
 import fastavro
+
+from hoodie.metadata.avro_encoder import Unsupported, compile_encoder
 
 __all__ = [
     "MetadataPartition",
@@ -214,9 +216,18 @@ def encode_payload(payload: Payload, table_version: int, *, file_name: str | Non
         value = record.get(field)
         if isinstance(value, dict):
             record[field] = (name, value)
+    try:
+        return _compiled(table_version)(record)
+    except Unsupported:
+        pass
     buf = io.BytesIO()
     fastavro.schemaless_writer(buf, _parsed(table_version), record)
     return buf.getvalue()
+
+
+@cache
+def _compiled(table_version: int) -> Callable[[Any], bytes]:
+    return compile_encoder(metadata_schema(table_version))
 
 
 _RECORD_BRANCHES = {

@@ -28,6 +28,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from hoodie.alloc import gc_paused
 from hoodie.bloom import BLOOM_FILTER_FOOTER_KEY, BLOOM_TYPE_FOOTER_KEY
 from hoodie.errors import UnsupportedTableError
 from hoodie.file_group.base_file import BaseFile
@@ -155,9 +156,11 @@ class _Builder:
         timeline: ActiveTimeline,
         instant_time: str,
         log_records: Mapping[str, pa.Table] | None = None,
+        base_footers: Mapping[str, pq.FileMetaData] | None = None,
     ) -> None:
         self.table = table
         self.log_records = log_records or {}
+        self.base_footers = base_footers or {}
         self.timeline = timeline
         self.instant_time = instant_time
         self.partitions = enabled_partitions(table)
@@ -249,7 +252,12 @@ class _Builder:
         want_partitions = self.enabled(MetadataPartition.PARTITION_STATS)
         if not (want_files or want_partitions) or not added:
             return
-        from hoodie.metadata.column_stats import file_column_stats, log_records_stats, partition_stats
+        from hoodie.metadata.column_stats import (
+            file_column_stats,
+            footer_column_stats,
+            log_records_stats,
+            partition_stats,
+        )
 
         schema = self.table.latest_schema_json()
         assert schema is not None
@@ -257,9 +265,14 @@ class _Builder:
         for partition, files in added.items():
             for name in sorted(files):
                 records = self.log_records.get(join(partition, name))
+                footer = self.base_footers.get(join(partition, name))
                 if records is not None:
                     stats = log_records_stats(
                         records, name, self.columns, schema, table_version=self.table.table_version
+                    )
+                elif footer is not None:
+                    stats = footer_column_stats(
+                        footer, name, self.columns, table_version=self.table.table_version
                     )
                 else:
                     stats = file_column_stats(
@@ -412,10 +425,12 @@ def metadata_updates(
     *,
     record_index: RecordIndexChanges | None = None,
     log_records: Mapping[str, pa.Table] | None = None,
+    base_footers: Mapping[str, pq.FileMetaData] | None = None,
 ) -> dict[str, dict[str, Payload | None]]:
     """The metadata-table updates of data-table ``instant`` completing with ``payload``
-    (``log_records``: the records of log files the writer just wrote, by ``partition/name``)."""
-    b = _Builder(table, timeline, instant.requested_time, log_records or {})
+    (``log_records``: the records of log files the writer just wrote, ``base_footers``: the
+    footers of its base files, both by ``partition/name``)."""
+    b = _Builder(table, timeline, instant.requested_time, log_records, base_footers)
     version = table.table_version
     action = instant.action.completed_action
     if action in (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT):
@@ -480,6 +495,7 @@ def sync_metadata_table(
     *,
     record_index: Callable[[], RecordIndexChanges | None] | None = None,
     log_records: Mapping[str, pa.Table] | None = None,
+    base_footers: Mapping[str, pq.FileMetaData] | None = None,
 ) -> Instant | None:
     """Write the metadata-table deltacommit for ``instant`` (call before completing ``instant``).
 
@@ -497,9 +513,15 @@ def sync_metadata_table(
         f"completing {instant}",
         secondary_ok=instant.action not in (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT),
     )
-    changes = record_index() if record_index is not None else None
-    updates: Updates = metadata_updates(
-        table, timeline, instant, payload, record_index=changes, log_records=log_records
-    )
-    done = MetadataWriter(table).commit(instant.requested_time, updates, completion_time)
-    return done
+    with gc_paused():
+        changes = record_index() if record_index is not None else None
+        updates: Updates = metadata_updates(
+            table,
+            timeline,
+            instant,
+            payload,
+            record_index=changes,
+            log_records=log_records,
+            base_footers=base_footers,
+        )
+        return MetadataWriter(table).commit(instant.requested_time, updates, completion_time)

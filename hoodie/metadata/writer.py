@@ -13,13 +13,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from operator import itemgetter
+
+import numpy as np
 
 from hoodie.errors import HoodieError
 from hoodie.file_group.log_block import BlockType, HeaderKey, encode_block
 from hoodie.file_group.log_file import LogFile
 from hoodie.file_group.log_writer import delete_block_content
 from hoodie.file_group.view import list_partition
-from hoodie.hfile.writer import write_hfile
+from hoodie.hfile.writer import RowsAndValues, write_hfile
 from hoodie.io.fileio import join
 from hoodie.metadata.keys import file_group_indexes
 from hoodie.metadata.records import (
@@ -44,20 +47,32 @@ Updates = Mapping[str, Mapping[str, Payload | None]]
 """Metadata partition -> record key -> payload to merge in (None deletes the key)."""
 
 
-def hfile_block(entries: Mapping[str, Payload], instant_time: str, table_version: int) -> bytes:
-    """An HFILE_DATA log block of ``entries`` (sorted by key, as HFiles require)."""
+LOG_BLOCK_GZIP_LEVEL = 1
+"""Deflate level of log blocks' HFiles: they live until the next compaction, which writes its base
+HFile at HBase's level; level 1 costs a third of the time for ~5% more bytes."""
+
+
+def hfile_block(
+    entries: Mapping[str, Payload],
+    instant_time: str,
+    table_version: int,
+    encoded: dict[int, bytes] | None = None,
+) -> bytes:
+    """An HFILE_DATA log block of ``entries`` (sorted by key, as HFiles require). ``encoded``
+    caches datums by payload object across the blocks of a commit (record-index keys share the
+    payload of their location); the payloads must outlive it."""
     schema = header_schema_json(table_version)
-    encoded: dict[int, bytes] = {}  # by payload object: record-index keys share theirs
-
-    def value(payload: Payload) -> bytes:
-        datum = encoded.get(id(payload))
-        if datum is None:
-            datum = encoded[id(payload)] = encode_payload(payload, table_version)
-        return datum
-
+    encoded = {} if encoded is None else encoded
+    ordered = sorted(zip(map(str.encode, entries), entries.values(), strict=True), key=itemgetter(0))
+    payloads = list(map(itemgetter(1), ordered))
+    ids = list(map(id, payloads))
+    for ident, payload in dict(zip(ids, payloads, strict=True)).items():
+        if ident not in encoded:
+            encoded[ident] = encode_payload(payload, table_version)
     content = write_hfile(
-        ((k, value(entries[k])) for k in sorted(entries, key=lambda k: k.encode())),
+        RowsAndValues(list(map(itemgetter(0), ordered)), list(map(encoded.__getitem__, ids))),
         file_info={"schema": schema.encode()},
+        compression_level=LOG_BLOCK_GZIP_LEVEL,
     )
     header = {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: schema}
     return encode_block(BlockType.HFILE_DATA, header, content)
@@ -144,6 +159,7 @@ class MetadataWriter:
         inflight = timeline.transition_to_inflight(requested, b"")
         stats: dict[str, list[WriteStat]] = {}
         task = 0
+        encoded: dict[int, bytes] = {}
         for partition in sorted(updates):
             records = updates[partition]
             if not records:
@@ -159,19 +175,23 @@ class MetadataWriter:
                     f"metadata table of {self.data_table.base_path} has no file groups in partition "
                     f"{partition!r}; it must be initialised before it is written"
                 )
-            groups: dict[int, dict[str, Payload | None]] = {}
             keys = list(records)
-            hashed = shard_keys(self.data_table, partition, keys)
-            for key, index in zip(keys, file_group_indexes(hashed, len(file_ids)).tolist(), strict=True):
-                groups.setdefault(index, {})[key] = records[key]
-            for index in sorted(groups):
-                group = groups[index]
-                file_id = file_ids[index]
-                upserts = {k: p for k, p in group.items() if p is not None}
-                deletes = [k for k, p in group.items() if p is None]
+            payloads = list(records.values())
+            indexes = file_group_indexes(shard_keys(self.data_table, partition, keys), len(file_ids))
+            order = np.argsort(indexes, kind="stable")
+            bounds = np.flatnonzero(np.diff(indexes[order])) + 1
+            for members in np.split(order, bounds):
+                picked = members.tolist()
+                file_id = file_ids[int(indexes[picked[0]])]
+                group_keys = list(map(keys.__getitem__, picked))
+                group_payloads = list(map(payloads.__getitem__, picked))
+                deletes = [k for k, p in zip(group_keys, group_payloads, strict=True) if p is None]
+                upserts: dict[str, Payload] = {
+                    k: p for k, p in zip(group_keys, group_payloads, strict=True) if p is not None
+                }
                 blocks = []
                 if upserts:
-                    blocks.append(hfile_block(upserts, instant_time, version))
+                    blocks.append(hfile_block(upserts, instant_time, version, encoded))
                 if deletes:
                     blocks.append(mdt_delete_block(deletes, instant_time, version))
                 token = f"{task}-{self.write_token_seed}-{task}"
@@ -186,7 +206,7 @@ class MetadataWriter:
                         file_id=file_id,
                         path=rel,
                         prev_commit=instant_time,
-                        num_writes=len(group),
+                        num_writes=len(group_keys),
                         num_deletes=len(deletes),
                         num_update_writes=len(upserts),
                         total_write_bytes=len(data),

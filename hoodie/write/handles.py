@@ -16,10 +16,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from hoodie.errors import InstantExistsError
 from hoodie.file_group.base_file import BaseFile
-from hoodie.file_group.base_file_writer import BloomOptions, write_base_file
+from hoodie.file_group.base_file_writer import BaseFileResult, BloomOptions, write_base_file
 from hoodie.file_group.file_slice import FileSlice
 from hoodie.file_group.log_file import LogFile
 from hoodie.file_group.log_writer import avro_data_block, delete_block, parquet_data_block
@@ -58,6 +59,9 @@ class WriteContext:
     log_records: dict[str, pa.Table] = field(default_factory=dict)
     """Log file path (``partition/name``) -> the records of its data block, for the metadata
     table's column stats (which would otherwise decode the file again)."""
+    base_footers: dict[str, pq.FileMetaData] = field(default_factory=dict)
+    """Base file path (``partition/name``) -> its Parquet footer as written, for the same
+    (which would otherwise read the footer back)."""
 
     @property
     def bloom(self) -> BloomOptions:
@@ -115,6 +119,11 @@ def _renumber(ctx: WriteContext, table: pa.Table, bucket: int, file_name: str) -
     return table.set_column(table.schema.get_field_index(FILE_NAME), ctx.schema.field(FILE_NAME), names)
 
 
+def _keep_footer(ctx: WriteContext, partition: str, name: str, result: BaseFileResult) -> None:
+    if result.footer is not None:
+        ctx.base_footers[join(partition, name)] = result.footer
+
+
 def _write_token(bucket: int) -> str:
     return f"{bucket}-0-{bucket}"
 
@@ -131,6 +140,7 @@ def create_base_file(
     result = write_base_file(
         ctx.fileio, path, table, ctx.avro_schema, compression=ctx.options.parquet_compression, bloom=ctx.bloom
     )
+    _keep_footer(ctx, partition, base.name, result)
     return _write_stat(
         file_id=file_id,
         path=join(partition, base.name),
@@ -200,6 +210,7 @@ def merge_into_base(
         compression=ctx.options.parquet_compression,
         bloom=ctx.bloom,
     )
+    _keep_footer(ctx, partition, new.name, result)
     written_by_us = int(pc.sum(pc.equal(merged[COMMIT_TIME], ctx.instant_time)).as_py() or 0)
     deleted = n_base + written_by_us - updated - merged.num_rows if not concat else 0
     return _write_stat(

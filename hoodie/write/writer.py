@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from hoodie.config.table_config import TableType
 from hoodie.errors import HoodieError, WriteConflictError
@@ -214,6 +215,7 @@ class HoodieWriter:
                 instant_time,
                 lambda fresh: self._record_index_changes(buckets, prepared, replaced, fresh),
                 ctx.log_records,
+                ctx.base_footers,
             )
         except BaseException:
             self._abort(timeline, instant_time, markers)
@@ -241,12 +243,15 @@ class HoodieWriter:
         # indexer builds the record index, its base files are not written yet and tagging ran
         # before its snapshot, so every written key is logged (harmless if unchanged).
         building = MetadataPartition.RECORD_INDEX not in table.config.metadata_partitions
-        keys = prepared.keys.to_pylist()
+        key_array = prepared.keys
+        if not pa.types.is_string(key_array.type):
+            key_array = key_array.cast(pa.string())
+        keys = key_array.to_pylist()
         changes = RecordIndexChanges()
         for b in buckets:
             located = b.rows if b.kind == "create" or building else b.inserts
-            changes.located.update((str(keys[i]), (b.partition, b.file_id)) for i in located)
-            changes.deleted.update(str(keys[i]) for i in b.deletes)
+            changes.located.update(dict.fromkeys(map(keys.__getitem__, located), (b.partition, b.file_id)))
+            changes.deleted.update(map(keys.__getitem__, b.deletes))
         mdt = MetadataTable.open(table, timeline)
         if replaced:
             gone = {(p, f) for p, ids in replaced.items() for f in ids}
@@ -565,6 +570,7 @@ class HoodieWriter:
         instant_time: str,
         record_index: Callable[[ActiveTimeline], RecordIndexChanges | None],
         log_records: Mapping[str, pa.Table],
+        base_footers: Mapping[str, pq.FileMetaData],
     ) -> Instant:
         touched = {FileGroupId(s.partition_path or "", s.file_id or "") for s in stats}
         touched |= {FileGroupId(p, f) for p, ids in replaced.items() for f in ids}
@@ -580,6 +586,7 @@ class HoodieWriter:
                 lambda: self.time_source.new_instant_time(lock_held=True),
                 record_index=lambda: record_index(fresh),
                 log_records=log_records,
+                base_footers=base_footers,
             )
             completion = self.time_source.new_instant_time(lock_held=True) if fresh.layout >= 2 else None
             return fresh.complete(inflight, payload, completion)
