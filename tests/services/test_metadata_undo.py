@@ -263,3 +263,60 @@ def test_a_restore_killed_after_the_metadata_table_was_restored_is_finished_by_t
     _check_consistent(path)
     HoodieWriter(_open(path)).upsert(rows([3, 70], 4))
     _check_consistent(path)
+
+
+def test_a_rollback_killed_after_the_metadata_table_rollback_is_finished_by_the_next_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Killed once while the metadata table's rollback is inflight and once after it completed,
+    before the data rollback did: each next run finishes what is left, and both tables agree."""
+    import hoodie.services.rollback as rollback_module
+    from hoodie.metadata import undo
+
+    path = tmp_path / "t"
+    _indexed_table(path, TableType.MERGE_ON_READ, TableVersion.EIGHT)
+    writer = HoodieWriter(_open(path))
+    before = _rows(_snapshot(path))
+    latest = writer.upsert(rows([1, 2, 40], 2)).instant.requested_time
+    ctx = ServiceContext(_open(path))
+    scheduled = schedule_rollback(ctx, latest)
+    assert scheduled.instant_time is not None
+    rb = scheduled.instant_time
+
+    real_execute = rollback_module.execute_rollback
+
+    def mdt_dies_before_completing(
+        mctx: ServiceContext, rollback_time: str, runner: object, **kw: object
+    ) -> object:
+        if mctx.table.is_metadata_table:
+            monkeypatch.setattr(rollback_module, "_finish", _killed)
+        return real_execute(mctx, rollback_time, runner, **kw)  # type: ignore[arg-type]
+
+    def _killed(*args: object, **kwargs: object) -> None:
+        raise Killed
+
+    monkeypatch.setattr(rollback_module, "execute_rollback", mdt_dies_before_completing)
+    with pytest.raises(Killed):
+        real_execute(ServiceContext(_open(path)), rb, LocalRunner())
+    monkeypatch.undo()
+    mdt_rb = open_metadata_table(_open(path)).reload().get(rb, Action.ROLLBACK)
+    assert mdt_rb is not None and mdt_rb.is_inflight
+
+    real_rollback_mdt = undo.rollback_metadata_commit
+
+    def data_dies_after(ctx: ServiceContext, target: str, rollback_time: str) -> object:
+        real_rollback_mdt(ctx, target, rollback_time)
+        raise Killed
+
+    monkeypatch.setattr(undo, "rollback_metadata_commit", data_dies_after)
+    with pytest.raises(Killed):
+        rollback_module.execute_rollback(ServiceContext(_open(path)), rb, LocalRunner())
+    monkeypatch.undo()
+    assert open_metadata_table(_open(path)).reload().get(rb, Action.ROLLBACK).is_completed  # type: ignore[union-attr]
+    assert _open(path).reload().get(rb, Action.ROLLBACK).is_inflight  # type: ignore[union-attr]
+
+    rollback_module.execute_rollback(ServiceContext(_open(path)), rb, LocalRunner())
+    assert _open(path).reload().get(rb, Action.ROLLBACK).is_completed  # type: ignore[union-attr]
+    assert _open(path).reload().get(latest) is None
+    assert _rows(_snapshot(path)) == before
+    _check_consistent(path)
