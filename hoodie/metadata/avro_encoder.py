@@ -17,7 +17,7 @@ import struct
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["Unsupported", "compile_encoder"]
+__all__ = ["Unsupported", "compile_encoder", "zigzag"]
 
 Writer = Callable[[Any, list[bytes]], None]
 """Appends the encoding of a value to a list of byte strings."""
@@ -32,7 +32,8 @@ class Unsupported(Exception):
     """The value is outside what the compiled encoder writes: use fastavro."""
 
 
-def _zigzag(n: int) -> bytes:
+def zigzag(n: int) -> bytes:
+    """An Avro ``int`` or ``long``: zigzag, then a base-128 varint."""
     z = (n << 1) ^ (n >> 63)
     if z < 0x80:
         return bytes((z,))
@@ -59,7 +60,7 @@ def _integer(low: int, high: int) -> Writer:
     def write(value: Any, out: list[bytes]) -> None:
         if type(value) is not int or not low <= value <= high:
             raise Unsupported
-        out.append(_zigzag(value))
+        out.append(zigzag(value))
 
     return write
 
@@ -76,7 +77,7 @@ def _real(packer: struct.Struct) -> Writer:
 def _write_bytes(value: Any, out: list[bytes]) -> None:
     if type(value) is not bytes:
         raise Unsupported
-    out.append(_zigzag(len(value)))
+    out.append(zigzag(len(value)))
     out.append(value)
 
 
@@ -84,7 +85,7 @@ def _write_string(value: Any, out: list[bytes]) -> None:
     if type(value) is not str:
         raise Unsupported
     data = value.encode("utf-8")
-    out.append(_zigzag(len(data)))
+    out.append(zigzag(len(data)))
     out.append(data)
 
 
@@ -154,10 +155,10 @@ def _record(node: Mapping[str, Any], named: dict[str, Writer], namespace: str) -
         if isinstance(kind, list):
             names = [_type_name(b, ns) for b in kind]
             if "null" in names:
-                null_tag = _zigzag(names.index("null"))
+                null_tag = zigzag(names.index("null"))
             if len(kind) == 2 and null_tag is not None:
                 at = 1 - names.index("null")
-                lone_tag, lone = _zigzag(at), _compile(kind[at], named, ns)
+                lone_tag, lone = zigzag(at), _compile(kind[at], named, ns)
         fields.append((field["name"], null_tag, lone_tag, lone, general))
     return write
 
@@ -169,8 +170,8 @@ def _union(branches: list[Any], named: dict[str, Writer], namespace: str) -> Wri
     null_at = names.index("null") if "null" in names else None
     others = [i for i, n in enumerate(names) if n != "null"]
     lone = others[0] if len(others) == 1 else None
-    null_tag = _zigzag(null_at) if null_at is not None else b""
-    tags = [_zigzag(i) for i in range(len(branches))]
+    null_tag = zigzag(null_at) if null_at is not None else b""
+    tags = [zigzag(i) for i in range(len(branches))]
 
     def write(value: Any, out: list[bytes]) -> None:
         if value is None:
@@ -198,7 +199,7 @@ def _map(values: Writer) -> Writer:
         if type(value) is not dict:
             raise Unsupported
         if value:
-            out.append(_zigzag(len(value)))
+            out.append(zigzag(len(value)))
             for key, item in value.items():
                 _write_string(key, out)
                 values(item, out)
@@ -212,7 +213,7 @@ def _array(items: Writer) -> Writer:
         if type(value) is not list:
             raise Unsupported
         if value:
-            out.append(_zigzag(len(value)))
+            out.append(zigzag(len(value)))
             for item in value:
                 items(item, out)
         out.append(b"\x00")
@@ -258,7 +259,7 @@ def _compile(node: Any, named: dict[str, Writer], namespace: str) -> Writer:
 
 # -- straight-line code for records ---------------------------------------------------------------
 
-_SMALL = {n: _zigzag(n) for n in range(-64, 64)}
+_SMALL = {n: zigzag(n) for n in range(-64, 64)}
 
 
 class _Source:
@@ -268,7 +269,7 @@ class _Source:
         self.lines: list[str] = []
         self.consts: dict[str, Any] = {
             "Unsupported": Unsupported,
-            "_zigzag": _zigzag,
+            "zigzag": zigzag,
             "_SMALL": _SMALL,
             "_DOUBLE": _DOUBLE.pack,
             "_FLOAT": _FLOAT.pack,
@@ -340,7 +341,7 @@ class _Source:
             return [
                 f"if type({x}) is not int or not {low} <= {x} <= {high}:",
                 *bad,
-                f"a(_SMALL[{x}] if -64 <= {x} < 64 else _zigzag({x}))",
+                f"a(_SMALL[{x}] if -64 <= {x} < 64 else zigzag({x}))",
             ]
         if kind in ("float", "double"):
             pack = "_FLOAT" if kind == "float" else "_DOUBLE"
@@ -350,7 +351,7 @@ class _Source:
         out = [f"if type({x}) is not {check}:", *bad]
         if kind == "string":
             out.append(f"{data} = {x}.encode('utf-8')")
-        out += [f"a(_SMALL[len({data})] if len({data}) < 64 else _zigzag(len({data})))", f"a({data})"]
+        out += [f"a(_SMALL[len({data})] if len({data}) < 64 else zigzag(len({data})))", f"a({data})"]
         return out
 
     def union(self, branches: list[Any], x: str, namespace: str) -> list[str]:
@@ -360,7 +361,7 @@ class _Source:
         at = 1 - names.index("null")
         other, other_name = branches[at], names[at]
         accepted = self.const(frozenset((other_name, _short(other_name))))
-        null_tag, tag = self.const(_zigzag(names.index("null"))), self.const(_zigzag(at))
+        null_tag, tag = self.const(zigzag(names.index("null"))), self.const(zigzag(at))
         inner = self.value(other, x, namespace)
         return [
             f"if {x} is None:",

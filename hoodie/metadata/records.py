@@ -19,7 +19,7 @@ from typing import Any
 
 import fastavro
 
-from hoodie.metadata.avro_encoder import Unsupported, compile_encoder
+from hoodie.metadata.avro_encoder import Unsupported, compile_encoder, zigzag
 
 __all__ = [
     "MetadataPartition",
@@ -129,19 +129,9 @@ def plain_metadata_schema_json(table_version: int) -> str:
     return json.dumps(schema, separators=(",", ":"))
 
 
-def _varint(n: int) -> bytes:
-    z = (n << 1) ^ (n >> 63)  # zigzag (Avro int and long)
-    out = bytearray()
-    while z > 0x7F:
-        out.append((z & 0x7F) | 0x80)
-        z >>= 7
-    out.append(z)
-    return bytes(out)
-
-
 def _string(value: str) -> bytes:
     data = value.encode("utf-8")
-    return _varint(len(data)) + data
+    return zigzag(len(data)) + data
 
 
 def _optional(value: Any, encode: Any) -> bytes:
@@ -150,7 +140,7 @@ def _optional(value: Any, encode: Any) -> bytes:
 
 
 _NO_META = b"\x00" * len(META_FIELDS)
-_RLI_HEAD = b"\x00" + _varint(int(RecordType.RECORD_INDEX)) + b"\x00\x00\x00\x02"
+_RLI_HEAD = b"\x00" + zigzag(int(RecordType.RECORD_INDEX)) + b"\x00\x00\x00\x02"
 """``key`` (``""``), ``type``, three null unions, then the record-index branch of its union."""
 
 
@@ -184,13 +174,13 @@ def _record_index_datum(values: tuple[Any, ...], file_name: str | None) -> bytes
             meta,
             _RLI_HEAD,
             _optional(partition, _string),
-            _optional(high, _varint),
-            _optional(low, _varint),
-            _optional(index, _varint),
+            _optional(high, zigzag),
+            _optional(low, zigzag),
+            _optional(index, zigzag),
             _optional(file_id, _string),
-            _optional(millis, _varint),
-            _varint(encoding),
-            _optional(position, _varint),
+            _optional(millis, zigzag),
+            zigzag(encoding),
+            _optional(position, zigzag),
             b"\x00",  # SecondaryIndexMetadata
         )
     )
