@@ -61,22 +61,24 @@ def _compacted_past(mdt_timeline: ActiveTimeline, deltacommit: Instant) -> Insta
     return None
 
 
+def _refuse_compacted(table: HoodieTable, mdt_timeline: ActiveTimeline, deltacommit: Instant) -> None:
+    compaction = _compacted_past(mdt_timeline, deltacommit)
+    if compaction is not None:
+        raise TableServiceError(
+            f"cannot roll back {deltacommit.requested_time} on {table.base_path}: the metadata table's "
+            f"compaction {compaction.requested_time} already merged its update (as Apache Hudi, hts does "
+            "not roll back a commit the metadata table compacted); restore to a savepoint instead"
+        )
+
+
 def check_metadata_rollback(table: HoodieTable, instant: Instant) -> None:
     """Refuse to roll back completed ``instant`` when the MDT can no longer undo its update."""
     if not has_metadata_table(table):
         return
     mdt = MetadataTable.open(table)
     deltacommit = mdt.timeline.get(instant.requested_time, Action.DELTA_COMMIT)
-    if deltacommit is None or not deltacommit.is_completed:
-        return
-    compaction = _compacted_past(mdt.timeline, deltacommit)
-    if compaction is not None:
-        raise TableServiceError(
-            f"cannot roll back {instant} on {table.base_path}: the metadata table's compaction "
-            f"{compaction.requested_time} already merged its update (as Apache Hudi, hts does not roll "
-            "back a commit the metadata table compacted); restore to a savepoint instead. Nothing was "
-            "written."
-        )
+    if deltacommit is not None and deltacommit.is_completed:
+        _refuse_compacted(table, mdt.timeline, deltacommit)
 
 
 def rollback_metadata_commit(ctx: ServiceContext, target_time: str, rollback_time: str) -> Instant | None:
@@ -102,11 +104,8 @@ def rollback_metadata_commit(ctx: ServiceContext, target_time: str, rollback_tim
         mdt_rollback = planned[0].requested_time
     else:
         assert target is not None
-        if target.is_completed and (compaction := _compacted_past(tl, target)) is not None:
-            raise TableServiceError(
-                f"{table.base_path}: the metadata table's compaction {compaction.requested_time} already "
-                f"merged deltacommit {target_time}; it cannot be rolled back (restore to a savepoint)"
-            )
+        if target.is_completed:
+            _refuse_compacted(table, tl, target)
         scheduled = schedule_rollback(
             mctx, target_time, action=Action.DELTA_COMMIT, verify=False, rollback_time=rollback_time
         )
