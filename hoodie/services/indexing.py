@@ -271,19 +271,21 @@ def index_data_partition(task: Task) -> TaskResult:
             file_id = str(op.file_id)
             base_time = str(task["base_times"][file_id])
             millis = instant_to_epoch_millis(base_time, table.tz)
-            location = encode_file_id(file_id)
-            for key in _record_keys(job, op):
-                out[MetadataPartition.RECORD_INDEX][key] = record_index_payload(partition, location, millis)
+            located = record_index_payload(partition, encode_file_id(file_id), millis)
+            out[MetadataPartition.RECORD_INDEX].update(dict.fromkeys(_record_keys(job, op), located))
     # Results travel as JSON (Spark's runner): each record as its datum, written without a file
-    # name, in base64; the driver puts them into base HFiles as they are.
+    # name, in base64; the driver puts them into base HFiles as they are. Record-index keys of
+    # one file group share their payload, so it is encoded once.
     version = table.table_version
-    encoded = {
-        p: {
-            key: base64.b64encode(encode_payload(payload, version)).decode("ascii")
-            for key, payload in recs.items()
-        }
-        for p, recs in out.items()
-    }
+    texts: dict[int, str] = {}
+
+    def text(payload: Payload) -> str:
+        found = texts.get(id(payload))
+        if found is None:
+            found = texts[id(payload)] = base64.b64encode(encode_payload(payload, version)).decode("ascii")
+        return found
+
+    encoded = {p: {key: text(payload) for key, payload in recs.items()} for p, recs in out.items()}
     return {"partition": partition, "records": encoded}
 
 
