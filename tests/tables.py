@@ -59,6 +59,34 @@ def new_table(
     )
 
 
+def define_secondary_index(path: Path, name: str, column: str, *, version: str = "V2") -> HoodieTable:
+    """Register secondary index ``secondary_index_<name>`` on ``column`` in the table's index
+    definitions, as Apache Hudi's ``CREATE INDEX`` does before building it (not built here)."""
+    import json
+
+    from hoodie.config.table_config import update_table_properties
+
+    table = HoodieTable.open(str(path))
+    defs_dir = path / ".hoodie" / ".index_defs"
+    defs_dir.mkdir(exist_ok=True)
+    defs_file = defs_dir / "index.json"
+    defs = json.loads(defs_file.read_text()) if defs_file.exists() else {"indexDefinitions": {}}
+    full = f"secondary_index_{name}"
+    defs["indexDefinitions"][full] = {
+        "indexName": full,
+        "indexType": "secondary_index",
+        "indexFunction": "identity",
+        "sourceFields": [column],
+        "indexOptions": {},
+        "version": version,
+    }
+    defs_file.write_text(json.dumps(defs, indent=2))
+    update_table_properties(
+        table.fileio, table.paths.meta, {"hoodie.table.index.defs.path": ".hoodie/.index_defs/index.json"}
+    )
+    return HoodieTable.open(str(path))
+
+
 def snapshot(path: Path | str, *, drop: tuple[str, ...] = ("_hoodie_file_name",)) -> list[str]:
     """Our reader's snapshot of the table at ``path``, every column but ``drop``, as sorted strings."""
     from hoodie.read.reader import TableReader

@@ -33,6 +33,7 @@ from hoodie.metadata.records import (
     files_payload,
     plain_metadata_schema_json,
 )
+from hoodie.metadata.secondary import shard_keys
 from hoodie.metadata.table import metadata_table_path, open_metadata_table
 from hoodie.metadata.writer import base_hfile_bytes
 from hoodie.models.commit import CommitMetadata, WriteStat
@@ -164,7 +165,8 @@ def write_partition_base(
     n = file_group_count(partition, num_file_groups)
     groups: dict[int, dict[str, Payload | bytes]] = {i: {} for i in range(n)}
     keys = list(records)
-    for key, index in zip(keys, file_group_indexes(keys, n).tolist(), strict=True):
+    hashed = shard_keys(data_table, partition, keys)
+    for key, index in zip(keys, file_group_indexes(hashed, n).tolist(), strict=True):
         groups[index][key] = records[key]
     stats: list[WriteStat] = []
     for i, group in groups.items():

@@ -38,6 +38,7 @@ from hoodie.timeline.timeline import ActiveTimeline
 __all__ = [
     "SecondaryIndex",
     "live_secondary_entries",
+    "secondary_entries",
     "secondary_index_updates",
     "secondary_indexes",
     "shard_keys",
@@ -199,10 +200,14 @@ def secondary_index_updates(
     return {p: e for p, e in out.items() if e}
 
 
+def secondary_entries(keys: list[str], values: pa.Array | pa.ChunkedArray) -> list[str]:
+    """The entries of records with ``keys`` whose indexed column holds ``values``."""
+    if pa.types.is_temporal(values.type):  # dates as days, timestamps as their long
+        values = values.cast(pa.int32() if values.type.bit_width == 32 else pa.int64())
+    return [secondary_index_key(_text(v), k) for k, v in zip(keys, values.to_pylist(), strict=True)]
+
+
 def live_secondary_entries(snapshot: pa.Table, column: str) -> set[str]:
     """Every entry a secondary index on ``column`` holds for ``snapshot`` (for checks)."""
-    values = snapshot.column(column)
-    if pa.types.is_temporal(values.type):
-        values = values.cast(pa.int32() if values.type.bit_width == 32 else pa.int64())
-    keys = snapshot.column("_hoodie_record_key").to_pylist()
-    return {secondary_index_key(_text(v), str(k)) for k, v in zip(keys, values.to_pylist(), strict=True)}
+    keys = [str(k) for k in snapshot.column("_hoodie_record_key").to_pylist()]
+    return set(secondary_entries(keys, snapshot.column(column)))

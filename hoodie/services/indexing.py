@@ -1,8 +1,11 @@
 """INDEXING: build metadata-table partitions while writers keep writing (Hudi's async indexer).
 
 Apache Hudi's ``HoodieIndexer`` builds ``column_stats``, ``partition_stats``, ``bloom_filters`` or
-``record_index`` for a table that lacks them, without stopping its writers. hts runs the same action, written
-the way Hudi writes it so that Hudi's writers and readers and hudi-rs keep working:
+``record_index`` for a table that lacks them, without stopping its writers, and its SQL
+``CREATE INDEX`` builds a secondary index the same way once it has written the index's definition.
+hts runs the same action, written the way Hudi writes it so that Hudi's writers and readers and
+hudi-rs keep working (``hoodie.metadata.index.secondary.enable=true`` asks for every secondary index
+the table defines and has not built; a plan Hudi left pending names its own):
 
 * **Schedule** writes ``T.indexing.requested``: a ``HoodieIndexPlan`` naming each partition to
   build and its ``indexUptoInstant``, the last write of the table's contiguous completed writes
@@ -18,9 +21,10 @@ the way Hudi writes it so that Hudi's writers and readers and hudi-rs keep worki
 * **Build**, without the lock, as one task per data partition on the runner (Spark): column
   statistics of every file the ``files`` partition lists in the snapshot, partition statistics
   of the latest file slices (tight bounds), the footer bloom filter of every listed base file
-  (stamped with the file's commit time), and the record index of every key in the latest
-  slices, at the slice's file group and base instant. The records become base HFiles at the
-  initialisation time.
+  (stamped with the file's commit time), the record index of every key in the latest slices, at
+  the slice's file group and base instant, and each secondary index's ``value$key`` entries of
+  those records. The records become base HFiles at the initialisation time, in the file groups
+  their keys hash to (a V2 secondary index hashes the value alone).
 * **Catch-up and complete**, under the lock: commits that completed during the build already
   logged their changes to the new partitions, so catching up means checking that the attempt
   still owns the instant; the build deltacommits complete, the partitions move from
@@ -30,8 +34,8 @@ the way Hudi writes it so that Hudi's writers and readers and hudi-rs keep worki
 A run that died leaves the instant inflight; the next claim (after its heartbeat expired) drops
 the partial partitions and builds again. Writers that do not re-read the properties (Apache
 Hudi's, configured before the indexer started) miss the new partitions, as they do with Hudi's
-own indexer. Secondary and expression indexes are refused: hts cannot keep them current on
-later writes.
+own indexer. Expression indexes, and secondary indexes on columns hts cannot keep current
+(``hoodie.metadata.secondary``), are refused before anything is written.
 """
 
 from __future__ import annotations
@@ -40,6 +44,8 @@ import base64
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+import pyarrow as pa
 
 from hoodie.errors import InvalidInputError, TableServiceError, UnsupportedTableError
 from hoodie.file_group.base_file import BaseFile
@@ -62,7 +68,9 @@ from hoodie.metadata.records import (
     column_stats_payload,
     encode_payload,
     record_index_payload,
+    secondary_index_payload,
 )
+from hoodie.metadata.secondary import secondary_entries, secondary_indexes
 from hoodie.metadata.sync import base_file_bloom_payload
 from hoodie.metadata.table import MetadataTable, open_metadata_table
 from hoodie.metadata.writer import rollback_metadata_instant
@@ -98,7 +106,7 @@ PARTITION_KEYS = {
     "hoodie.metadata.index.partition.stats.enable": MetadataPartition.PARTITION_STATS,
     "hoodie.metadata.record.index.enable": MetadataPartition.RECORD_INDEX,
     "hoodie.metadata.index.bloom.filter.enable": MetadataPartition.BLOOM_FILTERS,
-    "hoodie.metadata.index.secondary.enable": MetadataPartition.SECONDARY_PREFIX + "*",
+    "hoodie.metadata.index.secondary.enable": MetadataPartition.SECONDARY_PREFIX + "*",  # every defined one
     "hoodie.metadata.index.expression.enable": MetadataPartition.EXPRESSION_PREFIX + "*",
 }
 """Hudi's keys that ask for a metadata partition (``HoodieMetadataConfig``)."""
@@ -109,6 +117,7 @@ BUILDABLE = (
     MetadataPartition.RECORD_INDEX,
 )
 OPERATION = "BULK_INSERT"
+SECONDARY_ALL = MetadataPartition.SECONDARY_PREFIX + "*"
 
 
 # -- what to build ------------------------------------------------------------------------------
@@ -124,7 +133,17 @@ def requested_partitions(table: HoodieTable, options: Mapping[str, str]) -> list
     for key, partition in PARTITION_KEYS.items():
         if key in options and bool_option(options, key, False):
             wanted.append(partition)
-    refused = [p for p in wanted if p not in BUILDABLE]
+    if SECONDARY_ALL in wanted:
+        wanted.remove(SECONDARY_ALL)
+        defined = _defined_secondary_indexes(table)
+        if not defined:
+            raise InvalidInputError(
+                f"{table.base_path}: no secondary index is defined; define one with Apache Hudi "
+                "(CREATE INDEX name ON table (column)), then index it"
+            )
+        secondary_indexes(table, defined)  # refuses, naming them, indexes hts cannot keep current
+        wanted += defined
+    refused = [p for p in wanted if not _buildable(p)]
     if refused:
         raise UnsupportedTableError(
             f"{table.base_path}: hts does not build {', '.join(refused)}: it could not keep them "
@@ -153,7 +172,26 @@ def requested_partitions(table: HoodieTable, options: Mapping[str, str]) -> list
             f"{table.base_path}: partition_stats is built from column statistics; also pass "
             "hoodie.metadata.index.column.stats.enable=true"
         )
-    return sorted(wanted, key=BUILDABLE.index)
+    return sorted(wanted, key=_build_order)
+
+
+def _buildable(partition: str) -> bool:
+    return partition in BUILDABLE or partition.startswith(MetadataPartition.SECONDARY_PREFIX)
+
+
+def _build_order(partition: str) -> tuple[int, str]:
+    return (BUILDABLE.index(partition) if partition in BUILDABLE else len(BUILDABLE), partition)
+
+
+def _defined_secondary_indexes(table: HoodieTable) -> list[str]:
+    """Secondary indexes the table's index definitions name (Hudi's SQL ``CREATE INDEX`` writes
+    them to ``.hoodie/.index_defs/index.json`` before it builds them)."""
+    defs = table.index_definitions()
+    return sorted(
+        name
+        for name, d in defs.items()
+        if name.startswith(MetadataPartition.SECONDARY_PREFIX) and d.get("indexType") == "secondary_index"
+    )
 
 
 def _contiguous_completed_writes(timeline: ActiveTimeline) -> Timeline:
@@ -208,14 +246,14 @@ def schedule_indexing(ctx: ServiceContext, *, dry_run: bool = False) -> Schedule
 # -- executor side ------------------------------------------------------------------------------
 
 
-def _record_keys(job: SliceTask, op: CompactionOperation) -> list[str]:
-    file_slice = slice_of(op)
+def _latest_records(job: SliceTask, op: CompactionOperation) -> tuple[list[str], pa.Table]:
+    """The record keys and the merged records of one latest file slice."""
     table = job.table
-    merged = read_slice(table.fileio, table.base_path, file_slice, job.read_options())
+    merged = read_slice(table.fileio, table.base_path, slice_of(op), job.read_options())
     if table.config.populate_meta_fields is False:
         keygen = key_generator_from_properties(dict(table.config.props))
-        return [str(k) for k in keygen.record_keys(merged).to_pylist()]
-    return [str(k) for k in merged.column("_hoodie_record_key").to_pylist()]
+        return [str(k) for k in keygen.record_keys(merged).to_pylist()], merged
+    return [str(k) for k in merged.column("_hoodie_record_key").to_pylist()], merged
 
 
 def index_data_partition(task: Task) -> TaskResult:
@@ -265,14 +303,20 @@ def index_data_partition(task: Task) -> TaskResult:
                 continue
             if payload is not None:
                 out[MetadataPartition.BLOOM_FILTERS][bloom_filter_key(partition, name)] = payload
-    if MetadataPartition.RECORD_INDEX in wanted:
+    secondary: dict[str, str] = dict(task.get("secondary") or {})  # index partition -> column
+    if MetadataPartition.RECORD_INDEX in wanted or secondary:
+        live = secondary_index_payload()
         for raw in task["slices"]:
             op = CompactionOperation.from_avro(raw)
+            keys, merged = _latest_records(job, op)
+            for index, column in secondary.items():
+                out[index].update(dict.fromkeys(secondary_entries(keys, merged.column(column)), live))
+            if MetadataPartition.RECORD_INDEX not in wanted:
+                continue
             file_id = str(op.file_id)
-            base_time = str(task["base_times"][file_id])
-            millis = instant_to_epoch_millis(base_time, table.tz)
+            millis = instant_to_epoch_millis(str(task["base_times"][file_id]), table.tz)
             located = record_index_payload(partition, encode_file_id(file_id), millis)
-            out[MetadataPartition.RECORD_INDEX].update(dict.fromkeys(_record_keys(job, op), located))
+            out[MetadataPartition.RECORD_INDEX].update(dict.fromkeys(keys, located))
     # Results travel as JSON (Spark's runner): each record as its datum, written without a file
     # name, in base64; the driver puts them into base HFiles as they are. Record-index keys of
     # one file group share their payload, so it is encoded once.
@@ -328,6 +372,7 @@ def _tasks(
         **slice_task_fields(ctx, snapshot, instant_time, schema_json),
         "build": list(build),
         "columns": indexed_columns(table),
+        "secondary": {i.partition: i.column for i in secondary_indexes(table, list(build))},
     }
     listing = MetadataTable.open(table, snapshot).list_files()
     view = table.file_system_view(timeline=snapshot)
@@ -379,7 +424,19 @@ def execute_indexing(ctx: ServiceContext, instant_time: str, runner: Runner) -> 
     partitions = plan.partition_paths()
     if not partitions:
         raise TableServiceError(f"{table.base_path}: indexing {instant_time} has an empty plan")
-    unknown = [p for p in partitions if p not in (MetadataPartition.FILES, *BUILDABLE)]
+    unknown = [p for p in partitions if p != MetadataPartition.FILES and not _buildable(p)]
+    if not unknown:
+        undefined = [
+            p
+            for p in partitions
+            if p.startswith(MetadataPartition.SECONDARY_PREFIX) and p not in _defined_secondary_indexes(table)
+        ]
+        if undefined:
+            raise UnsupportedTableError(
+                f"{table.base_path}: indexing {instant_time} asks for {', '.join(undefined)}, which no "
+                "index definition names. Nothing was written."
+            )
+        secondary_indexes(table, partitions)  # refuses those hts cannot keep current
     if unknown:
         raise UnsupportedTableError(
             f"{table.base_path}: indexing {instant_time} asks for {', '.join(unknown)}, which hts "

@@ -256,7 +256,11 @@ def test_bad_requests_get_clear_errors(tmp_path: Path) -> None:
         secondary = client.post(
             "/v1/tables/t/indexing", json={"options": {"hoodie.metadata.index.secondary.enable": "true"}}
         )
-        assert secondary.status_code == 409 and "secondary_index_" in secondary.json()["error"]
+        assert secondary.status_code == 400 and "no secondary index is defined" in secondary.json()["error"]
+        expression = client.post(
+            "/v1/tables/t/indexing", json={"options": {"hoodie.metadata.index.expression.enable": "true"}}
+        )
+        assert expression.status_code == 409 and "expr_index_" in expression.json()["error"]
         assert client.get("/v1/tables/t/plans/20990101000000000").status_code == 404
         assert client.get("/v1/runs/999").json() == {"error": "no run 999"}
         assert client.get("/v1/runs", params={"state": "exploded"}).status_code == 400

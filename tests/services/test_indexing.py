@@ -30,7 +30,7 @@ from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action
 from hoodie.write.writer import HoodieWriter
 from service.cli import main
-from tests.tables import new_table, rows
+from tests.tables import define_secondary_index, new_table, rows
 
 BUILD = {
     "hoodie.metadata.index.column.stats.enable": "true",
@@ -339,8 +339,14 @@ def test_requests_hts_cannot_build_are_refused_naming_them(tmp_path: Path) -> No
     before = sorted(p.name for p in (tmp_path / "t" / ".hoodie" / "timeline").iterdir())
     with pytest.raises(InvalidInputError, match="hoodie.metadata.record.index.enable"):
         requested_partitions(table, {})
-    with pytest.raises(UnsupportedTableError, match="secondary_index_"):
-        schedule_indexing(ServiceContext(table, options={"hoodie.metadata.index.secondary.enable": "true"}))
+    secondary = {"hoodie.metadata.index.secondary.enable": "true"}
+    with pytest.raises(InvalidInputError, match="no secondary index is defined"):
+        schedule_indexing(ServiceContext(table, options=secondary))
+    with pytest.raises(UnsupportedTableError, match="expr_index_"):
+        schedule_indexing(ServiceContext(table, options={"hoodie.metadata.index.expression.enable": "true"}))
+    table = define_secondary_index(tmp_path / "t", "gone_idx", "gone")
+    with pytest.raises(UnsupportedTableError, match="secondary_index_gone_idx: no column 'gone'"):
+        schedule_indexing(ServiceContext(table, options=secondary))
     with pytest.raises(InvalidInputError, match="column.stats"):
         requested_partitions(table, {"hoodie.metadata.index.partition.stats.enable": "true"})
     assert sorted(p.name for p in (tmp_path / "t" / ".hoodie" / "timeline").iterdir()) == before
@@ -401,3 +407,51 @@ def test_indexing_on_spark_equals_local(tmp_path: Path, spark_runner: Any) -> No
     assert {p: len(r) for p, r in built["spark"].items()} == {p: len(r) for p, r in built["local"].items()}
     assert sorted(built["spark"]["record_index"]) == sorted(built["local"]["record_index"])
     assert built["spark"]["partition_stats"].keys() == built["local"]["partition_stats"].keys()
+
+
+@pytest.mark.parametrize("version", ["V1", "V2"])
+def test_indexing_builds_a_defined_secondary_index_while_writers_write(tmp_path: Path, version: str) -> None:
+    """A secondary index defined (as Hudi's CREATE INDEX defines it) but not built: INDEXING builds
+    it from the latest slices while writers commit; its entries equal a recomputation from the
+    snapshot and sit in the file groups their shard key hashes to (by value for V2, by the whole
+    key for V1); later writes keep it current."""
+    from hoodie.metadata.keys import file_group_indexes
+    from hoodie.metadata.secondary import live_secondary_entries, shard_keys
+
+    path = tmp_path / "t"
+    writer = HoodieWriter(new_table(path))
+    writer.insert(rows(range(30), 1))
+    writer.upsert(rows(range(20, 40), 2))
+    table = define_secondary_index(path, "v_idx", "v", version=version)
+    partition = "secondary_index_v_idx"
+    ctx = ServiceContext(table, options={"hoodie.metadata.index.secondary.enable": "true"})
+    scheduled = schedule_indexing(ctx)
+    assert scheduled is not None and scheduled.instant_time is not None
+    assert _requested(table, scheduled.instant_time).partition_paths() == [partition]
+    other = HoodieWriter(HoodieTable.open(str(path)))
+
+    def concurrent() -> None:
+        other.upsert(rows(range(35, 45), 3))
+        other.delete(_keys_only(range(0, 4), 4))
+
+    execute_indexing(ctx, scheduled.instant_time, WritesDuringBuild(concurrent))
+    fresh = HoodieTable.open(str(path))
+    assert partition in fresh.config.metadata_partitions
+    assert partition not in fresh.config.metadata_partitions_inflight
+
+    def check() -> None:
+        table = HoodieTable.open(str(path))
+        snapshot = TableReader(table).snapshot()
+        mdt = MetadataTable.open(table, table.reload())
+        assert set(mdt.read_partition(partition)) == live_secondary_entries(snapshot, "v")
+        slices = mdt.file_slices(partition)
+        assert len(slices) == 10  # Hudi's default for a secondary index, as in the v9 fixture
+        for position, file_slice in enumerate(slices):
+            keys = [k for k, p in mdt.read_slice(file_slice).items() if p is not None]
+            hashed = file_group_indexes(shard_keys(table, partition, keys), len(slices)).tolist()
+            assert set(hashed) <= {position}, file_slice.file_id
+        assert len(_hudi_rs(path)) == len(snapshot)
+
+    check()
+    HoodieWriter(HoodieTable.open(str(path))).upsert(rows(range(10, 16), 5))
+    check()

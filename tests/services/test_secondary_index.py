@@ -86,34 +86,15 @@ def test_unsupported_secondary_index_columns_are_refused_before_writing(table_co
 def test_a_secondary_index_follows_every_kind_of_write(tmp_path: Any, table_type: str) -> None:
     """On a table hts created, with an (empty) index on ``v`` registered as Hudi 1.1 does:
     inserts, updates that change values or keep them, and deletes, for both table types."""
-    import json
-
-    from hoodie.config.table_config import TableType, update_table_properties
+    from hoodie.config.table_config import TableType
     from hoodie.metadata.init import build_partition, free_init_instant_time, set_metadata_partitions
     from hoodie.metadata.table import open_metadata_table
     from hoodie.services.base import ServiceContext
-    from tests.tables import new_table, rows
+    from tests.tables import define_secondary_index, new_table, rows
 
     path = tmp_path / "t"
-    table = new_table(path, table_type=TableType(table_type))
-    defs = {
-        "indexDefinitions": {
-            "secondary_index_v_idx": {
-                "indexName": "secondary_index_v_idx",
-                "indexType": "secondary_index",
-                "indexFunction": "identity",
-                "sourceFields": ["v"],
-                "indexOptions": {},
-                "version": "V2",
-            }
-        }
-    }
-    (path / ".hoodie" / ".index_defs").mkdir()
-    (path / ".hoodie" / ".index_defs" / "index.json").write_text(json.dumps(defs))
-    update_table_properties(
-        table.fileio, table.paths.meta, {"hoodie.table.index.defs.path": ".hoodie/.index_defs/index.json"}
-    )
-    table = HoodieTable.open(str(path))
+    new_table(path, table_type=TableType(table_type))
+    table = define_secondary_index(path, "v_idx", "v")
     at = free_init_instant_time(open_metadata_table(table).reload())
     build_partition(
         table, "secondary_index_v_idx", {}, at, ServiceContext(table).new_instant_time, num_file_groups=4
