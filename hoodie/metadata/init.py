@@ -1,6 +1,6 @@
 """Creating a metadata table and building (initialising) its partitions.
 
-A partition is built by one BULK_INSERT deltacommit of the metadata table: every file group gets
+A partition is built by one BULK_INSERT_PREPPED deltacommit of the metadata table: every file group gets
 an initial log file holding one empty DELETE block (``.<fileId>_<T>.log.1_0-0-0``) and, when it
 has records, a base HFile at ``T``. When a table gets its metadata table, each partition is built
 at an initialisation time ``00000000000000<NNN>`` (older than any data instant, so always
@@ -201,7 +201,7 @@ def complete_partition_build(
     stats: list[WriteStat],
     completion_time: Callable[[], str],
     *,
-    operation: str = "BULK_INSERT",
+    operation: str = "BULK_INSERT_PREPPED",
 ) -> Instant:
     """Complete the build deltacommit (call with the data table's lock held). Does not list the
     partition in the data table's properties (the caller does, once everything is built)."""
@@ -233,7 +233,7 @@ def build_partition(
     completion_time: Callable[[], str],
     *,
     num_file_groups: int | None = None,
-    operation: str = "BULK_INSERT",
+    operation: str = "BULK_INSERT_PREPPED",
 ) -> Instant:
     """Build metadata partition ``partition`` from ``records`` in one deltacommit at ``instant_time``
     (call with the data table's lock held)."""

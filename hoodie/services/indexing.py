@@ -116,7 +116,8 @@ BUILDABLE = (
     MetadataPartition.BLOOM_FILTERS,
     MetadataPartition.RECORD_INDEX,
 )
-OPERATION = "BULK_INSERT"
+OPERATION = "BULK_INSERT_PREPPED"
+"""What Hudi 1.x records for a metadata partition's build (the v9 fixture's init deltacommits)."""
 SECONDARY_ALL = MetadataPartition.SECONDARY_PREFIX + "*"
 
 
