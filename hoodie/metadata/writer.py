@@ -41,7 +41,7 @@ from hoodie.timeline.instant_time import normalize
 
 log = logging.getLogger(__name__)
 
-__all__ = ["MetadataWriter", "Updates", "hfile_block", "rollback_metadata_instant"]
+__all__ = ["MetadataWriter", "Updates", "hfile_block", "instant_files", "rollback_metadata_instant"]
 
 Updates = Mapping[str, Mapping[str, Payload | None]]
 """Metadata partition -> record key -> payload to merge in (None deletes the key)."""
@@ -84,7 +84,7 @@ def mdt_delete_block(keys: list[str], instant_time: str, table_version: int) -> 
     return encode_block(BlockType.DELETE, header, content)
 
 
-def _instant_files(mdt: HoodieTable, instant_time: str) -> list[str]:
+def instant_files(mdt: HoodieTable, instant_time: str) -> list[str]:
     """Paths of the metadata table's data files written at ``instant_time``."""
     out = []
     key = normalize(instant_time)
@@ -126,7 +126,7 @@ def rollback_metadata_instant(
         )
     if instant.is_completed:
         timeline.delete_state(instant_time, State.COMPLETED, instant.action)
-    for path in _instant_files(mdt, instant_time):
+    for path in instant_files(mdt, instant_time):
         mdt.fileio.delete(path)
     timeline.delete_instant(instant_time, instant.action)
     log.info("%s: rolled back metadata-table instant %s", data_table.base_path, instant)

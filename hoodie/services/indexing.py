@@ -53,7 +53,6 @@ from hoodie.io.fileio import join
 from hoodie.keygen.factory import key_generator_from_properties
 from hoodie.metadata.column_stats import file_column_stats, indexed_columns, partition_stats
 from hoodie.metadata.init import (
-    INIT_PREFIX,
     complete_partition_build,
     free_init_instant_time,
     initialize_metadata_table,
@@ -73,7 +72,7 @@ from hoodie.metadata.records import (
 from hoodie.metadata.secondary import secondary_entries, secondary_indexes
 from hoodie.metadata.sync import base_file_bloom_payload
 from hoodie.metadata.table import MetadataTable, open_metadata_table
-from hoodie.metadata.writer import rollback_metadata_instant
+from hoodie.metadata.writer import instant_files, rollback_metadata_instant
 from hoodie.models.compaction import CompactionOperation
 from hoodie.models.index import IndexCommitMetadata, IndexPartitionInfo, IndexPlan
 from hoodie.read.slice_reader import read_slice
@@ -337,13 +336,11 @@ def index_data_partition(task: Task) -> TaskResult:
 # -- driver side --------------------------------------------------------------------------------
 
 
-def _is_init_time(ts: str) -> bool:
-    return ts.startswith(INIT_PREFIX)
-
-
 def _drop_partial_build(ctx: ServiceContext, partitions: Sequence[str]) -> None:
-    """Remove what an earlier attempt built of ``partitions`` (lock held): its metadata-table
-    deltacommits at initialisation times, the partition folders, the ``.inflight`` entries."""
+    """Remove what an earlier attempt (ours or Apache Hudi's) built of ``partitions`` (lock held):
+    the metadata-table deltacommits that wrote only to them, whatever their time (ours use
+    initialisation times, Hudi's ``CREATE INDEX`` builds may not), the partition folders, the
+    ``.inflight`` entries."""
     table = ctx.table
     config = table.reload_config()
     ours = [p for p in partitions if p not in config.metadata_partitions and p != MetadataPartition.FILES]
@@ -351,13 +348,19 @@ def _drop_partial_build(ctx: ServiceContext, partitions: Sequence[str]) -> None:
         return
     mdt = open_metadata_table(table)
     for instant in mdt.reload():
-        if not _is_init_time(instant.requested_time) or instant.action is not Action.DELTA_COMMIT:
+        if instant.action is not Action.DELTA_COMMIT:
             continue
         if instant.is_completed:
-            built = mdt.commit_metadata(instant).partition_to_write_stats or {}
-            if not set(built) & set(ours):
-                continue
-        rollback_metadata_instant(table, instant.requested_time, mdt)
+            touched = set(mdt.commit_metadata(instant).partition_to_write_stats or {})
+        else:  # pending: the partitions it wrote files to (Hudi's builds may use any time)
+            touched = {
+                f[len(mdt.base_path) :].lstrip("/").split("/", 1)[0]
+                for f in instant_files(mdt, instant.requested_time)
+            }
+        # A build writes only to its partition; a writer's update always reaches `files` too
+        # (and writers commit under the lock we hold, so none is halfway).
+        if touched and touched <= set(ours):
+            rollback_metadata_instant(table, instant.requested_time, mdt)
     for partition in ours:
         table.fileio.delete_dir(join(mdt.base_path, partition))
     set_metadata_partitions(table, inflight_remove=ours)

@@ -455,3 +455,49 @@ def test_indexing_builds_a_defined_secondary_index_while_writers_write(tmp_path:
     check()
     HoodieWriter(HoodieTable.open(str(path))).upsert(rows(range(10, 16), 5))
     check()
+
+
+def test_a_secondary_index_build_hudi_left_pending_is_dropped_and_built(tmp_path: Path) -> None:
+    """Hudi's CREATE INDEX died mid-build: its indexing instant inflight, the partition in
+    ``.inflight``, and its metadata-table deltacommit (at a regular instant time, as Hudi 1.1's
+    second build in the v9 fixture) pending with a log file written. The daemon's next run drops
+    that attempt and builds the index."""
+    from hoodie.metadata.init import set_metadata_partitions
+    from hoodie.metadata.secondary import live_secondary_entries
+    from hoodie.metadata.table import open_metadata_table
+    from hoodie.timeline.instant import Instant, State
+
+    path = tmp_path / "t"
+    writer = HoodieWriter(new_table(path))
+    writer.insert(rows(range(12), 1))
+    table = define_secondary_index(path, "v_idx", "v")
+    partition = "secondary_index_v_idx"
+    ctx = ServiceContext(table, options={"hoodie.metadata.index.secondary.enable": "true"})
+    scheduled = schedule_indexing(ctx)
+    assert scheduled is not None and scheduled.instant_time is not None
+    # What the dead attempt left behind.
+    timeline = table.reload()
+    timeline.transition_to_inflight(timeline.get(scheduled.instant_time))  # type: ignore[arg-type]
+    mdt = open_metadata_table(table)
+    stale = ctx.new_instant_time()
+    requested = mdt.reload().create_requested(Instant(stale, Action.DELTA_COMMIT, State.REQUESTED))
+    mdt.reload().transition_to_inflight(requested, b"")
+    (path / ".hoodie" / "metadata" / partition).mkdir()
+    leftover = (
+        path / ".hoodie" / "metadata" / partition / f".secondary-index-v-idx-0000-0_{stale}.log.1_0-0-0"
+    )
+    leftover.write_bytes(b"half a log block")
+    set_metadata_partitions(table, inflight_add=[partition])
+
+    result = execute_indexing(
+        ServiceContext(HoodieTable.open(str(path)), options=ctx.options),
+        scheduled.instant_time,
+        LocalRunner(),
+    )
+    assert result.instant.is_completed
+    fresh = HoodieTable.open(str(path))
+    assert partition in fresh.config.metadata_partitions and not fresh.config.metadata_partitions_inflight
+    assert open_metadata_table(fresh).reload().get(stale) is None and not leftover.exists()
+    snapshot = TableReader(fresh).snapshot()
+    entries = MetadataTable.open(fresh, fresh.reload()).read_partition(partition)
+    assert set(entries) == live_secondary_entries(snapshot, "v")
