@@ -124,6 +124,11 @@ def check_metadata_restorable(table: HoodieTable, savepoint_time: str) -> None:
     if not has_metadata_table(table):
         return
     where = f"cannot restore {table.base_path} to {savepoint_time}"
+    if table.table_version < 8:
+        raise TableServiceError(
+            f"{where}: table version {table.table_version} has a metadata table; hts restores metadata "
+            "tables of table versions 8 and 9 only. Nothing was written."
+        )
     pending_indexing = table.reload().pending().actions(Action.INDEXING)
     if pending_indexing:
         raise TableServiceError(

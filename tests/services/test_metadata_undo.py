@@ -320,3 +320,22 @@ def test_a_rollback_killed_after_the_metadata_table_rollback_is_finished_by_the_
     assert _open(path).reload().get(latest) is None
     assert _rows(_snapshot(path)) == before
     _check_consistent(path)
+
+
+def test_restore_of_a_version_6_table_with_a_metadata_table_is_refused(tmp_path: Path) -> None:
+    """hts keeps metadata tables of versions 8 and 9 only: refused before any rollback runs."""
+    from hoodie.config.table_config import update_table_properties
+
+    path = tmp_path / "t"
+    table = new_table(path, version=TableVersion.SIX, metadata_table=False)
+    writer = HoodieWriter(table)
+    first = writer.insert(rows(range(6), 1)).instant.requested_time
+    create_savepoint(ServiceContext(_open(path)), first)
+    later = writer.upsert(rows(range(3), 2)).instant.requested_time
+    update_table_properties(table.fileio, table.paths.meta, {"hoodie.table.metadata.partitions": "files"})
+    timeline_dir = path / ".hoodie"
+    before = sorted(p.name for p in timeline_dir.iterdir())
+    with pytest.raises(TableServiceError, match="table version 6 has a metadata table"):
+        schedule_restore(ServiceContext(_open(path)), first)
+    assert sorted(p.name for p in timeline_dir.iterdir()) == before
+    assert _open(path).reload().get(later).is_completed  # type: ignore[union-attr]
