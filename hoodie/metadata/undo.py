@@ -32,6 +32,7 @@ from hoodie.metadata.services import metadata_service_context
 from hoodie.metadata.sync import has_metadata_table, restore_updates
 from hoodie.metadata.table import MetadataTable
 from hoodie.metadata.writer import MetadataWriter
+from hoodie.models.commit import CommitMetadata
 from hoodie.services.base import LocalRunner, ServiceContext
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant
@@ -142,16 +143,20 @@ def check_metadata_restorable(table: HoodieTable, savepoint_time: str) -> None:
             f"{where}: the metadata table has no completed deltacommit {savepoint_time} (it was "
             "created after the savepoint); drop the metadata table or restore with Apache Hudi"
         )
-    built_after = sorted(
-        f"{i.requested_time}"
+    later = [
+        i
         for i in mdt.timeline.completed().actions(Action.DELTA_COMMIT)
-        if i.requested_time.startswith(INIT_PREFIX)
-        and normalize(i.completion_time or "") > normalize(saved.completion_time)
+        if normalize(i.completion_time or "") > normalize(saved.completion_time)
+    ]
+    built_after = sorted(
+        f"{i.requested_time} ({', '.join(sorted(meta.partition_to_write_stats or {}))})"
+        for i in later
+        if _is_build(i, meta := mdt.table.commit_metadata(i, mdt.timeline))
     )
     if built_after:
         raise TableServiceError(
-            f"{where}: metadata-table partitions were built after the savepoint (initialisation "
-            f"instants {built_after}); restoring would undo those builds"
+            f"{where}: metadata-table partitions were built after the savepoint (deltacommits "
+            f"{built_after}); restoring would undo those builds"
         )
     partitions = table.config.metadata_partitions
     late = sorted(
@@ -165,6 +170,15 @@ def check_metadata_restorable(table: HoodieTable, savepoint_time: str) -> None:
             f"{where}: metadata-table file groups {late} have no file slice at or before the savepoint "
             "(cleaned after later compactions); the metadata table cannot be restored"
         )
+
+
+_BUILD_OPERATIONS = ("BULK_INSERT_PREPPED", "BULK_INSERT")
+
+
+def _is_build(instant: Instant, meta: CommitMetadata) -> bool:
+    """Whether an MDT deltacommit built partitions: at an initialisation time, or (Hudi's
+    ``CREATE INDEX`` may build at a regular time) recorded as a bulk insert; updates are upserts."""
+    return instant.requested_time.startswith(INIT_PREFIX) or meta.operation_type in _BUILD_OPERATIONS
 
 
 def _base_times(mdt: MetadataTable, partition: str) -> dict[str, list[str]]:

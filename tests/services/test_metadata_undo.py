@@ -339,3 +339,25 @@ def test_restore_of_a_version_6_table_with_a_metadata_table_is_refused(tmp_path:
         schedule_restore(ServiceContext(_open(path)), first)
     assert sorted(p.name for p in timeline_dir.iterdir()) == before
     assert _open(path).reload().get(later).is_completed  # type: ignore[union-attr]
+
+
+def test_restore_refused_when_a_partition_was_built_after_the_savepoint(tmp_path: Path) -> None:
+    """A partition built after the savepoint, here at a regular instant time as Hudi's CREATE
+    INDEX may build one: restoring would roll its build back under the table's properties."""
+    from hoodie.metadata.init import build_partition, set_metadata_partitions
+    from tests.tables import define_secondary_index
+
+    path = tmp_path / "t"
+    writer = HoodieWriter(new_table(path))
+    first = writer.insert(rows(range(6), 1)).instant.requested_time
+    create_savepoint(ServiceContext(_open(path)), first)
+    writer.upsert(rows(range(3), 2))
+    table = define_secondary_index(path, "v_idx", "v")
+    ctx = ServiceContext(table)
+    build_partition(table, "secondary_index_v_idx", {}, ctx.new_instant_time(), ctx.new_instant_time)
+    set_metadata_partitions(table, add=("secondary_index_v_idx",))
+    timeline_dir = path / ".hoodie" / "timeline"
+    before = sorted(p.name for p in timeline_dir.iterdir())
+    with pytest.raises(TableServiceError, match=r"built after the savepoint .*secondary_index_v_idx"):
+        schedule_restore(ServiceContext(_open(path)), first)
+    assert sorted(p.name for p in timeline_dir.iterdir()) == before
