@@ -136,12 +136,14 @@ def requested_partitions(table: HoodieTable, options: Mapping[str, str]) -> list
     if SECONDARY_ALL in wanted:
         wanted.remove(SECONDARY_ALL)
         defined = _defined_secondary_indexes(table)
-        if not defined:
+        if not defined and not wanted:  # Hudi's default is true: only an error when asked alone
             raise InvalidInputError(
                 f"{table.base_path}: no secondary index is defined; define one with Apache Hudi "
                 "(CREATE INDEX name ON table (column)), then index it"
             )
-        secondary_indexes(table, defined)  # refuses, naming them, indexes hts cannot keep current
+        present = {*table.config.metadata_partitions, *table.config.metadata_partitions_inflight}
+        # Refuses, naming them, the new ones hts could not keep current.
+        secondary_indexes(table, [p for p in defined if p not in present])
         wanted += defined
     refused = [p for p in wanted if not _buildable(p)]
     if refused:

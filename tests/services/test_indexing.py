@@ -342,6 +342,10 @@ def test_requests_hts_cannot_build_are_refused_naming_them(tmp_path: Path) -> No
     secondary = {"hoodie.metadata.index.secondary.enable": "true"}
     with pytest.raises(InvalidInputError, match="no secondary index is defined"):
         schedule_indexing(ServiceContext(table, options=secondary))
+    # Hudi's default for the key is true: alongside another request it asks for nothing more.
+    assert requested_partitions(table, {**secondary, "hoodie.metadata.record.index.enable": "true"}) == [
+        "record_index"
+    ]
     with pytest.raises(UnsupportedTableError, match="expr_index_"):
         schedule_indexing(ServiceContext(table, options={"hoodie.metadata.index.expression.enable": "true"}))
     table = define_secondary_index(tmp_path / "t", "gone_idx", "gone")
