@@ -243,10 +243,9 @@ class HoodieWriter:
         # indexer builds the record index, its base files are not written yet and tagging ran
         # before its snapshot, so every written key is logged (harmless if unchanged).
         building = MetadataPartition.RECORD_INDEX not in table.config.metadata_partitions
-        key_array = prepared.keys
-        if not pa.types.is_string(key_array.type):
-            key_array = key_array.cast(pa.string())
-        keys = key_array.to_pylist()
+        keys = prepared.keys.to_pylist()
+        if not pa.types.is_string(prepared.keys.type):
+            keys = [str(k) for k in keys]
         changes = RecordIndexChanges()
         for b in buckets:
             located = b.rows if b.kind == "create" or building else b.inserts
