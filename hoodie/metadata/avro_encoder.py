@@ -121,47 +121,22 @@ def _short(name: str) -> str:
     return name.rsplit(".", 1)[-1]
 
 
-_Field = tuple[str, "bytes | None", "bytes | None", "Writer | None", Writer]
-"""Name, the null branch's tag, the lone other branch's tag and writer (unions of null and one
-type, written inline: most fields of a metadata record are such unions), and the field's writer."""
-
-
 def _record(node: Mapping[str, Any], named: dict[str, Writer], namespace: str) -> Writer:
     ns = node.get("namespace", namespace)
-    fields: list[_Field] = []
+    fields: list[tuple[str, Writer]] = []
 
     def write(value: Any, out: list[bytes]) -> None:
         if type(value) is not dict:
             raise Unsupported
-        append = out.append
         try:
-            for name, null_tag, lone_tag, lone, general in fields:
-                v = value[name]
-                if v is None:
-                    if null_tag is None:
-                        raise Unsupported
-                    append(null_tag)
-                elif lone is not None and type(v) is not tuple:
-                    append(lone_tag)  # type: ignore[arg-type]
-                    lone(v, out)
-                else:
-                    general(v, out)
+            for name, field_writer in fields:
+                field_writer(value[name], out)
         except KeyError:
             raise Unsupported from None
 
     named[_type_name(node, namespace)] = write  # before the fields: records may refer to themselves
     for field in node["fields"]:
-        kind = field["type"]
-        general = _compile(kind, named, ns)
-        null_tag = lone_tag = lone = None
-        if isinstance(kind, list):
-            names = [_type_name(b, ns) for b in kind]
-            if "null" in names:
-                null_tag = zigzag(names.index("null"))
-            if len(kind) == 2 and null_tag is not None:
-                at = 1 - names.index("null")
-                lone_tag, lone = zigzag(at), _compile(kind[at], named, ns)
-        fields.append((field["name"], null_tag, lone_tag, lone, general))
+        fields.append((field["name"], _compile(field["type"], named, ns)))
     return write
 
 

@@ -158,12 +158,12 @@ def check_metadata_restorable(table: HoodieTable, savepoint_time: str) -> None:
             f"{where}: metadata-table partitions were built after the savepoint (deltacommits "
             f"{built_after}); restoring would undo those builds"
         )
-    partitions = table.config.metadata_partitions
+    view = mdt.view()
     late = sorted(
-        f"{p}/{file_id}"
-        for p in partitions
-        for file_id, bases in _base_times(mdt, p).items()
-        if not any(normalize(b) <= normalize(savepoint_time) for b in bases)
+        f"{p}/{group.file_id}"
+        for p in table.config.metadata_partitions
+        for group in view.file_groups(p)
+        if not any(normalize(s.base_instant_time) <= normalize(savepoint_time) for s in group.slices())
     )
     if late:
         raise TableServiceError(
@@ -179,14 +179,6 @@ def _is_build(instant: Instant, meta: CommitMetadata) -> bool:
     """Whether an MDT deltacommit built partitions: at an initialisation time, or (Hudi's
     ``CREATE INDEX`` may build at a regular time) recorded as a bulk insert; updates are upserts."""
     return instant.requested_time.startswith(INIT_PREFIX) or meta.operation_type in _BUILD_OPERATIONS
-
-
-def _base_times(mdt: MetadataTable, partition: str) -> dict[str, list[str]]:
-    """File id -> base instant times of its file slices in metadata partition ``partition``."""
-    out: dict[str, list[str]] = {}
-    for group in mdt.view().file_groups(partition):
-        out[group.file_id] = [s.base_instant_time for s in group.slices()]
-    return out
 
 
 def restore_metadata_table(ctx: ServiceContext, savepoint_time: str) -> Instant | None:

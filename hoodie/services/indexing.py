@@ -432,10 +432,9 @@ def execute_indexing(ctx: ServiceContext, instant_time: str, runner: Runner) -> 
         raise TableServiceError(f"{table.base_path}: indexing {instant_time} has an empty plan")
     unknown = [p for p in partitions if p != MetadataPartition.FILES and not _buildable(p)]
     if not unknown:
+        defined = _defined_secondary_indexes(table)
         undefined = [
-            p
-            for p in partitions
-            if p.startswith(MetadataPartition.SECONDARY_PREFIX) and p not in _defined_secondary_indexes(table)
+            p for p in partitions if p.startswith(MetadataPartition.SECONDARY_PREFIX) and p not in defined
         ]
         if undefined:
             raise UnsupportedTableError(
