@@ -8,16 +8,17 @@ went away has its old entry deleted (``isDeleted``), and a new or changed value 
 entry. Table services do not change values, and the entries name no file, so compaction,
 clustering and clean leave secondary indexes alone.
 
-A value is the Avro value's ``toString``: strings as they are, ints and longs (dates as days,
-timestamps as their long) in decimal, booleans as ``true``/``false``; null is a lone NUL
-character. Floating-point, decimal and bytes columns are refused (Java's text for them is not
-reproduced here), naming the index and column.
+A value is the Java ``toString`` of the engine's value: strings as they are, ints and longs
+(dates as days, timestamps as their long) in decimal, doubles as ``Double.toString``
+(``keys.java_double_text``), booleans as ``true``/``false``; null is a lone NUL character.
+Entries change only when that text changes (0.0 to -0.0 does; NaN to NaN does not), as Hudi
+compares the texts. Float, decimal and bytes columns are refused, as Hudi refuses them, naming
+the index and column.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import pyarrow as pa
 
@@ -26,7 +27,7 @@ from hoodie.file_group.base_file import BaseFile
 from hoodie.file_group.file_slice import FileSlice
 from hoodie.file_group.log_file import LogFile
 from hoodie.merge.config import resolve_merge_config
-from hoodie.metadata.keys import secondary_index_key, secondary_index_shard_key
+from hoodie.metadata.keys import java_double_text, secondary_index_key, secondary_index_shard_key
 from hoodie.metadata.records import MetadataPartition, Payload, secondary_index_payload
 from hoodie.models.commit import CommitMetadata, ReplaceCommitMetadata
 from hoodie.read.reader import table_schema
@@ -44,7 +45,7 @@ __all__ = [
     "shard_keys",
 ]
 
-_SUPPORTED = {"string", "int", "long", "boolean"}
+_SUPPORTED = {"string", "int", "long", "double", "boolean"}
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,7 @@ def secondary_indexes(table: HoodieTable, partitions: list[str]) -> list[Seconda
             raise UnsupportedTableError(
                 f"{table.base_path}: secondary index {partition} is on {column!r} of Avro type "
                 f"{value.kind}{'/' + value.logical if value.logical else ''}; hts keeps secondary indexes "
-                "on string, int, long (dates, timestamps) and boolean columns only"
+                "on string, int, long (dates, timestamps), double and boolean columns only"
             )
         out.append(SecondaryIndex(partition, column))
     return out
@@ -105,27 +106,25 @@ def shard_keys(table: HoodieTable, partition: str, keys: list[str]) -> list[str]
     return keys
 
 
-def _text(value: Any) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
+def _texts(values: pa.Array | pa.ChunkedArray) -> list[str | None]:
+    """Each value's text in a secondary-index key (None for null)."""
+    if pa.types.is_temporal(values.type):  # dates as days, timestamps as their long
+        values = values.cast(pa.int32() if values.type.bit_width == 32 else pa.int64())
+    if pa.types.is_floating(values.type):
+        return [None if v is None else java_double_text(v) for v in values.to_pylist()]
+    if pa.types.is_boolean(values.type):
+        return [None if v is None else ("true" if v else "false") for v in values.to_pylist()]
+    return [None if v is None else str(v) for v in values.to_pylist()]
 
 
 def _values(
     table: HoodieTable, file_slice: FileSlice, opts: SliceReadOptions, columns: list[str]
-) -> dict[str, list[Any]]:
-    """Record key -> the indexed columns' values (as Avro's raw values) in one file slice."""
+) -> dict[str, list[str | None]]:
+    """Record key -> the indexed columns' texts in one file slice."""
     data = read_slice(table.fileio, table.base_path, file_slice, opts)
     if data.num_rows == 0:
         return {}
-    picked = []
-    for c in columns:
-        column = data.column(c)
-        if pa.types.is_temporal(column.type):  # dates as days, timestamps as their long
-            column = column.cast(pa.int32() if column.type.bit_width == 32 else pa.int64())
-        picked.append(column.to_pylist())
+    picked = [_texts(data.column(c)) for c in columns]
     keys = data.column("_hoodie_record_key").to_pylist()
     return {str(k): [p[i] for p in picked] for i, k in enumerate(keys)}
 
@@ -166,8 +165,8 @@ def secondary_index_updates(
     latest = {
         (s.partition_path, s.file_id): s for p in {p for p, _ in groups} for s in view.latest_file_slices([p])
     }
-    before: dict[str, list[Any]] = {}
-    after: dict[str, list[Any]] = {}
+    before: dict[str, list[str | None]] = {}
+    after: dict[str, list[str | None]] = {}
     for (partition, file_id), names in groups.items():
         current = latest.get((partition, file_id))
         if current is not None:
@@ -190,21 +189,17 @@ def secondary_index_updates(
         for key, values in before.items():
             new = after.get(key)
             if new is None or new[position] != values[position]:
-                entries[secondary_index_key(_text(values[position]), key)] = secondary_index_payload(
-                    deleted=True
-                )
+                entries[secondary_index_key(values[position], key)] = secondary_index_payload(deleted=True)
         for key, values in after.items():
             old = before.get(key)
             if old is None or old[position] != values[position]:
-                entries[secondary_index_key(_text(values[position]), key)] = secondary_index_payload()
+                entries[secondary_index_key(values[position], key)] = secondary_index_payload()
     return {p: e for p, e in out.items() if e}
 
 
 def secondary_entries(keys: list[str], values: pa.Array | pa.ChunkedArray) -> list[str]:
     """The entries of records with ``keys`` whose indexed column holds ``values``."""
-    if pa.types.is_temporal(values.type):  # dates as days, timestamps as their long
-        values = values.cast(pa.int32() if values.type.bit_width == 32 else pa.int64())
-    return [secondary_index_key(_text(v), k) for k, v in zip(keys, values.to_pylist(), strict=True)]
+    return [secondary_index_key(v, k) for k, v in zip(keys, _texts(values), strict=True)]
 
 
 def live_secondary_entries(snapshot: pa.Table, column: str) -> set[str]:

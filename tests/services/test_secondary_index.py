@@ -111,3 +111,53 @@ def test_a_secondary_index_follows_every_kind_of_write(tmp_path: Any, table_type
     assert len(snapshot) == 12
     entries = MetadataTable.open(fresh, fresh.reload()).read_partition("secondary_index_v_idx")
     assert set(entries) == live_secondary_entries(snapshot, "v")
+
+
+def test_a_secondary_index_on_a_double_column_holds_javas_text(
+    table_copy: Any, spark: Any, spark_runner: Any
+) -> None:
+    """On the v8 fixture (its ``fare`` is a DOUBLE), a secondary index on ``fare`` defined as
+    Hudi's CREATE INDEX defines it: INDEXING (a Spark job) builds it and writes keep it current, every value
+    written as the JVM's ``Double.toString`` writes it (0.0 and -0.0 apart, NaN, exponents)."""
+    from hoodie.services.base import ServiceContext
+    from hoodie.services.indexing import execute_indexing, schedule_indexing
+    from tests.tables import define_secondary_index
+
+    java_double = spark.sparkContext._jvm.java.lang.Double
+    path = table_copy("quickstart_trips_table/mor/avro/v8_trips_8i3u1d")
+    partition = "secondary_index_fare_idx"
+
+    def check() -> pa.Table:
+        table = HoodieTable.open(str(path))
+        snapshot = TableReader(table).snapshot()
+        expected = {
+            secondary_index_key(None if fare is None else java_double.toString(fare), str(key))
+            for key, fare in zip(
+                snapshot["_hoodie_record_key"].to_pylist(), snapshot["fare"].to_pylist(), strict=True
+            )
+        }
+        assert set(MetadataTable.open(table, table.reload()).read_partition(partition)) == expected
+        return snapshot
+
+    table = define_secondary_index(path, "fare_idx", "fare", version="V1")
+    ctx = ServiceContext(table, options={"hoodie.metadata.index.secondary.enable": "true"})
+    scheduled = schedule_indexing(ctx)
+    assert scheduled is not None and scheduled.instant_time is not None
+    execute_indexing(ctx, scheduled.instant_time, spark_runner)
+    assert partition in HoodieTable.open(str(path)).config.metadata_partitions
+    before = check()
+    assert any(f == 0.0 for f in before["fare"].to_pylist())  # the fixture's UPDATE ... SET fare = 0
+
+    fares = [-0.0, float("nan"), 1.25e-4, 123456789.5, 0.1 + 0.2, None]  # one per record
+    changed = before.drop_columns(META).slice(0, len(fares))
+    changed = changed.set_column(
+        changed.schema.get_field_index("fare"),
+        "fare",
+        pa.array(fares, type=changed.schema.field("fare").type),
+    )
+    HoodieWriter(HoodieTable.open(str(path))).upsert(changed)
+    after = check()
+    fresh = HoodieTable.open(str(path))
+    texts = {k.split("$", 1)[0] for k in MetadataTable.open(fresh, fresh.reload()).read_partition(partition)}
+    assert {"-0.0", "NaN", "1.25E-4", "1.234567895E8", "0.30000000000000004", "\x00"} <= texts
+    assert len(hudi_rs_rows(path)) == len(after)
