@@ -8,8 +8,9 @@ went away has its old entry deleted (``isDeleted``), and a new or changed value 
 entry. Table services do not change values, and the entries name no file, so compaction,
 clustering and clean leave secondary indexes alone.
 
-A value is the Java ``toString`` of the engine's value: strings as they are, ints and longs
-(dates as days, timestamps as their long) in decimal, doubles as ``Double.toString``
+A value is the Java ``toString`` of the value Spark holds (Hudi builds secondary indexes only
+with Spark): strings as they are, ints and longs in decimal (dates as days, timestamps as
+microseconds, timestamp-millis columns included), doubles as ``Double.toString``
 (``keys.java_double_text``), booleans as ``true``/``false``; null is a lone NUL character.
 Entries change only when that text changes (0.0 to -0.0 does; NaN to NaN does not), as Hudi
 compares the texts. Float, decimal and bytes columns are refused, as Hudi refuses them, naming
@@ -108,6 +109,8 @@ def shard_keys(table: HoodieTable, partition: str, keys: list[str]) -> list[str]
 
 def _texts(values: pa.Array | pa.ChunkedArray) -> list[str | None]:
     """Each value's text in a secondary-index key (None for null)."""
+    if pa.types.is_timestamp(values.type) and values.type.unit in ("s", "ms"):
+        values = values.cast(pa.timestamp("us", values.type.tz))  # Spark holds microseconds
     if pa.types.is_temporal(values.type):  # dates as days, timestamps as their long
         values = values.cast(pa.int32() if values.type.bit_width == 32 else pa.int64())
     if pa.types.is_floating(values.type):

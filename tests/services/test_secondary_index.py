@@ -161,3 +161,32 @@ def test_a_secondary_index_on_a_double_column_holds_javas_text(
     texts = {k.split("$", 1)[0] for k in MetadataTable.open(fresh, fresh.reload()).read_partition(partition)}
     assert {"-0.0", "NaN", "1.25E-4", "1.234567895E8", "0.30000000000000004", "\x00"} <= texts
     assert len(hudi_rs_rows(path)) == len(after)
+
+
+def test_timestamp_millis_values_are_the_microseconds_spark_holds(tmp_path: Any, spark: Any) -> None:
+    """Hudi builds secondary indexes with Spark, whose rows hold every timestamp in microseconds:
+    an index on a timestamp-millis column holds microseconds, as Spark reads the base files."""
+    from hoodie.config.table_config import TableType
+    from hoodie.services.base import LocalRunner, ServiceContext
+    from hoodie.services.indexing import execute_indexing, schedule_indexing
+    from tests.tables import SCHEMA, define_secondary_index, new_table, rows
+
+    schema = SCHEMA.append(pa.field("at", pa.timestamp("ms", "UTC")))
+    path = tmp_path / "t"
+    new_table(path, table_type=TableType.COPY_ON_WRITE, schema=schema)
+    HoodieWriter(HoodieTable.open(str(path))).insert(rows(range(6), 1, schema=schema, at=1_700_000_000_123))
+    table = define_secondary_index(path, "at_idx", "at")
+    ctx = ServiceContext(table, options={"hoodie.metadata.index.secondary.enable": "true"})
+    scheduled = schedule_indexing(ctx)
+    assert scheduled is not None and scheduled.instant_time is not None
+    execute_indexing(ctx, scheduled.instant_time, LocalRunner())
+    HoodieWriter(HoodieTable.open(str(path))).upsert(rows(range(3), 2, schema=schema, at=1_700_000_999_456))
+
+    fresh = HoodieTable.open(str(path))
+    files = [
+        str(path / s.partition_path / s.base_file.name) for s in fresh.file_system_view().latest_base_files()
+    ]
+    spark_rows = spark.read.parquet(*files).selectExpr("_hoodie_record_key", "unix_micros(at)").collect()
+    expected = {secondary_index_key(str(micros), key) for key, micros in spark_rows}
+    assert {secondary_index_key("1700000999456000", "k0")} <= expected
+    assert set(MetadataTable.open(fresh, fresh.reload()).read_partition("secondary_index_at_idx")) == expected
