@@ -346,7 +346,7 @@ def _merge_files(older: Payload, newer: Payload) -> Payload:
 
 
 def _merge_column_stats(older: Payload, newer: Payload) -> Payload:
-    from hoodie.metadata.column_stats import merge_column_stats
+    from hoodie.metadata.column_ranges import merge_column_stats
 
     out = dict(newer)
     out["ColumnStatsMetadata"] = merge_column_stats(

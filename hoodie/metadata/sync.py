@@ -252,12 +252,8 @@ class _Builder:
         want_partitions = self.enabled(MetadataPartition.PARTITION_STATS)
         if not (want_files or want_partitions) or not added:
             return
-        from hoodie.metadata.column_stats import (
-            file_column_stats,
-            footer_column_stats,
-            log_records_stats,
-            partition_stats,
-        )
+        from hoodie.metadata.column_ranges import partition_stats
+        from hoodie.metadata.column_stats import file_column_stats, footer_column_stats, log_records_stats
 
         schema = self.table.latest_schema_json()
         assert schema is not None

@@ -51,7 +51,8 @@ from hoodie.errors import InvalidInputError, TableServiceError, UnsupportedTable
 from hoodie.file_group.base_file import BaseFile
 from hoodie.io.fileio import join
 from hoodie.keygen.factory import key_generator_from_properties
-from hoodie.metadata.column_stats import file_column_stats, indexed_columns, partition_stats
+from hoodie.metadata.column_ranges import partition_stats
+from hoodie.metadata.column_stats import file_column_stats, indexed_columns
 from hoodie.metadata.init import (
     complete_partition_build,
     free_init_instant_time,

@@ -16,7 +16,8 @@ import pytest
 
 from hoodie.io.fileio import LocalFileIO
 from hoodie.metadata.avro_encoder import Unsupported, compile_encoder
-from hoodie.metadata.column_stats import file_column_stats, partition_stats, tombstone
+from hoodie.metadata.column_ranges import partition_stats
+from hoodie.metadata.column_stats import file_column_stats, tombstone
 from hoodie.metadata.keys import encode_file_id
 from hoodie.metadata.records import (
     _RECORD_BRANCHES,

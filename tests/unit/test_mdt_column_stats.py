@@ -34,14 +34,12 @@ from hoodie.file_group.log_reader import read_blocks
 from hoodie.file_group.log_writer import avro_data_block, delete_block, parquet_data_block
 from hoodie.hfile.reader import HFileReader
 from hoodie.io.fileio import LocalFileIO
+from hoodie.metadata.column_ranges import ValueType, merge_column_stats, partition_stats
 from hoodie.metadata.column_stats import (
     ALWAYS_INDEXED_META_COLUMNS,
-    ValueType,
     default_indexed_columns,
     file_column_stats,
     indexed_columns,
-    merge_column_stats,
-    partition_stats,
     tombstone,
 )
 from hoodie.metadata.keys import column_stats_key, partition_stats_key

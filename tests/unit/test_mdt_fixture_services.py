@@ -34,7 +34,7 @@ import pyarrow as pa
 import pytest
 from hudi import HudiTableBuilder
 
-from hoodie.metadata.column_stats import partition_stats
+from hoodie.metadata.column_ranges import partition_stats
 from hoodie.metadata.table import MetadataTable
 from hoodie.read.reader import read_snapshot
 from hoodie.services.base import LocalRunner, ServiceContext, service_named
