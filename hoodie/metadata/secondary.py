@@ -13,8 +13,9 @@ with Spark): strings as they are, ints and longs in decimal (dates as days, time
 microseconds, timestamp-millis columns included), doubles as ``Double.toString``
 (``keys.java_double_text``), booleans as ``true``/``false``; null is a lone NUL character.
 Entries change only when that text changes (0.0 to -0.0 does; NaN to NaN does not), as Hudi
-compares the texts. Float, decimal and bytes columns are refused, as Hudi refuses them, naming
-the index and column.
+compares the texts. A column may be a field of a nested record (``info.city``; null when a
+record on the way is null). Float, decimal and bytes columns are refused, as Hudi refuses them,
+naming the index and column.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from hoodie.errors import UnsupportedTableError
 from hoodie.file_group.base_file import BaseFile
@@ -33,12 +35,13 @@ from hoodie.metadata.records import MetadataPartition, Payload, secondary_index_
 from hoodie.models.commit import CommitMetadata, ReplaceCommitMetadata
 from hoodie.read.reader import table_schema
 from hoodie.read.slice_reader import SliceReadOptions, read_slice
-from hoodie.schema.avro_types import parse_record
+from hoodie.schema.avro_types import AvroType, parse_record
 from hoodie.table import HoodieTable
 from hoodie.timeline.timeline import ActiveTimeline
 
 __all__ = [
     "SecondaryIndex",
+    "column_values",
     "live_secondary_entries",
     "secondary_entries",
     "secondary_index_updates",
@@ -63,7 +66,7 @@ def secondary_indexes(table: HoodieTable, partitions: list[str]) -> list[Seconda
         return []
     defs = table.index_definitions()
     schema = table.latest_schema_json()
-    fields = {f.name: f.type for f in parse_record(schema).fields} if schema else {}
+    root = parse_record(schema) if schema else None
     out = []
     for partition in wanted:
         definition = defs.get(partition) or {}
@@ -75,13 +78,11 @@ def secondary_indexes(table: HoodieTable, partitions: list[str]) -> list[Seconda
                 f"{function!r}; hts keeps single-column identity indexes only"
             )
         column = str(sources[0])
-        node = fields.get(column)
-        if node is None:
+        value = _field_type(root, column)
+        if value is None:
             raise UnsupportedTableError(
                 f"{table.base_path}: secondary index {partition}: no column {column!r}"
             )
-        split = node.nullable_split()
-        value = split[1] if split is not None else node
         if value.kind not in _SUPPORTED or value.logical == "decimal":
             raise UnsupportedTableError(
                 f"{table.base_path}: secondary index {partition} is on {column!r} of Avro type "
@@ -90,6 +91,31 @@ def secondary_indexes(table: HoodieTable, partitions: list[str]) -> list[Seconda
             )
         out.append(SecondaryIndex(partition, column))
     return out
+
+
+def _non_null(node: AvroType) -> AvroType:
+    split = node.nullable_split()
+    return split[1] if split is not None else node
+
+
+def _field_type(root: AvroType | None, column: str) -> AvroType | None:
+    """The (non-null) type of ``column``, a dotted path into nested records; None if absent."""
+    node = root
+    for name in column.split("."):
+        if node is None or node.kind != "record":
+            return None
+        node = next((_non_null(f.type) for f in node.fields if f.name == name), None)
+    return node
+
+
+def column_values(data: pa.Table, column: str) -> pa.ChunkedArray:
+    """The values of ``column`` in ``data``, a dotted path reaching into nested records (null
+    where a record on the way is null, as Hudi's nested-field lookup gives)."""
+    first, *rest = column.split(".")
+    values = data.column(first)
+    for name in rest:
+        values = pc.struct_field(values, name)
+    return values
 
 
 def shards_by_value(table: HoodieTable, partition: str) -> bool:
@@ -127,7 +153,7 @@ def _values(
     data = read_slice(table.fileio, table.base_path, file_slice, opts)
     if data.num_rows == 0:
         return {}
-    picked = [_texts(data.column(c)) for c in columns]
+    picked = [_texts(column_values(data, c)) for c in columns]
     keys = data.column("_hoodie_record_key").to_pylist()
     return {str(k): [p[i] for p in picked] for i, k in enumerate(keys)}
 
@@ -200,12 +226,12 @@ def secondary_index_updates(
     return {p: e for p, e in out.items() if e}
 
 
-def secondary_entries(keys: list[str], values: pa.Array | pa.ChunkedArray) -> list[str]:
-    """The entries of records with ``keys`` whose indexed column holds ``values``."""
-    return [secondary_index_key(v, k) for k, v in zip(keys, _texts(values), strict=True)]
+def secondary_entries(keys: list[str], data: pa.Table, column: str) -> list[str]:
+    """The entries of the records of ``data`` (with ``keys``) in an index on ``column``."""
+    return [secondary_index_key(v, k) for k, v in zip(keys, _texts(column_values(data, column)), strict=True)]
 
 
 def live_secondary_entries(snapshot: pa.Table, column: str) -> set[str]:
     """Every entry a secondary index on ``column`` holds for ``snapshot`` (for checks)."""
     keys = [str(k) for k in snapshot.column("_hoodie_record_key").to_pylist()]
-    return set(secondary_entries(keys, snapshot.column(column)))
+    return set(secondary_entries(keys, snapshot, column))

@@ -313,7 +313,7 @@ def index_data_partition(task: Task) -> TaskResult:
             op = CompactionOperation.from_avro(raw)
             keys, merged = _latest_records(job, op)
             for index, column in secondary.items():
-                out[index].update(dict.fromkeys(secondary_entries(keys, merged.column(column)), live))
+                out[index].update(dict.fromkeys(secondary_entries(keys, merged, column), live))
             if MetadataPartition.RECORD_INDEX not in wanted:
                 continue
             file_id = str(op.file_id)

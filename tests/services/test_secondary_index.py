@@ -190,3 +190,37 @@ def test_timestamp_millis_values_are_the_microseconds_spark_holds(tmp_path: Any,
     expected = {secondary_index_key(str(micros), key) for key, micros in spark_rows}
     assert {secondary_index_key("1700000999456000", "k0")} <= expected
     assert set(MetadataTable.open(fresh, fresh.reload()).read_partition("secondary_index_at_idx")) == expected
+
+
+def test_a_secondary_index_on_a_nested_field(tmp_path: Any) -> None:
+    """An index on ``info.city`` (a field of a nested record, as Hudi's index definitions name
+    it): built by INDEXING and kept current by writes, null where the record or the field is."""
+    from hoodie.services.base import LocalRunner, ServiceContext
+    from hoodie.services.indexing import execute_indexing, schedule_indexing
+    from tests.tables import SCHEMA, define_secondary_index, new_table, rows
+
+    info = pa.struct([("city", pa.string()), ("zip", pa.int32())])
+    schema = SCHEMA.append(pa.field("info", info))
+    path = tmp_path / "t"
+    new_table(path, schema=schema)
+    writer = HoodieWriter(HoodieTable.open(str(path)))
+    writer.insert(rows(range(4), 1, schema=schema, info={"city": "sf", "zip": 94107}))
+    writer.insert(rows(range(4, 6), 1, schema=schema, info=None))
+    writer.insert(rows(range(6, 8), 1, schema=schema, info={"city": None, "zip": 1}))
+    table = define_secondary_index(path, "city_idx", "info.city")
+    ctx = ServiceContext(table, options={"hoodie.metadata.index.secondary.enable": "true"})
+    scheduled = schedule_indexing(ctx)
+    assert scheduled is not None and scheduled.instant_time is not None
+    execute_indexing(ctx, scheduled.instant_time, LocalRunner())
+
+    def check(expected: dict[str, str | None]) -> None:
+        fresh = HoodieTable.open(str(path))
+        entries = MetadataTable.open(fresh, fresh.reload()).read_partition("secondary_index_city_idx")
+        assert set(entries) == {secondary_index_key(city, key) for key, city in expected.items()}
+
+    cities: dict[str, str | None] = {f"k{i}": "sf" if i < 4 else None for i in range(8)}
+    check(cities)
+    HoodieWriter(HoodieTable.open(str(path))).upsert(
+        rows([0, 4, 6], 2, schema=schema, info={"city": "Oakland $2", "zip": 94607})
+    )
+    check({**cities, "k0": "Oakland $2", "k4": "Oakland $2", "k6": "Oakland $2"})
