@@ -378,11 +378,12 @@ def _hts_horizon(
     return min((normalize(ts) for _, ts in bounds), default=None)
 
 
-def _metadata_compaction_bound(table: HoodieTable) -> str | None:
-    """With a metadata table, Hudi archives no data instant newer than its latest compaction.
-
-    (The metadata table's readers treat data instants older than the active timeline as
-    complete; its uncompacted log blocks must still be checkable against the active timeline.)
+def _metadata_compaction_bound(table: HoodieTable, timeline: ActiveTimeline) -> str | None:
+    """With a metadata table, Hudi archives nothing before the metadata table's first compaction,
+    then no data write that completed after the latest compaction was requested, nor anything
+    after such a write (``findInstantsModifiedAfterByCompletionTime``): the metadata table's
+    readers treat data instants older than the active timeline as complete, and its uncompacted
+    log blocks must still be checkable against the active timeline.
     """
     if table.is_metadata_table or not table.has_metadata_table:
         return None
@@ -390,10 +391,15 @@ def _metadata_compaction_bound(table: HoodieTable) -> str | None:
 
     mdt = open_metadata_table(table).reload()
     compactions = [i for i in mdt.completed() if i.action is Action.COMMIT]
-    if compactions:
-        return compactions[-1].requested_time
-    first = mdt.completed().first()
-    return first.requested_time if first is not None else "0"
+    if not compactions:
+        return "0"
+    since = normalize(compactions[-1].requested_time)
+    later = [
+        i.requested_time
+        for i in timeline.completed().writes()
+        if i.completion_time is None or normalize(i.completion_time) > since
+    ]
+    return min(later, key=normalize) if later else None
 
 
 def _by_count(instants: Sequence[Instant], window: tuple[int, int]) -> list[Instant]:
@@ -410,7 +416,7 @@ def plan_archival(
     last_clean = _last_clean(table, tl)
     retained_from: dict[str, str] = {}
     horizon = _hts_horizon(tl, policy, last_clean, retained_from)
-    mdt_bound = _metadata_compaction_bound(table)
+    mdt_bound = _metadata_compaction_bound(table, tl)
     if mdt_bound is not None:
         retained_from.setdefault("metadataTableLatestCompaction", mdt_bound)
         horizon = min(horizon, normalize(mdt_bound)) if horizon is not None else normalize(mdt_bound)

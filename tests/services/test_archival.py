@@ -1,7 +1,8 @@
 """Archival: the active timeline shrinks to Hudi's keep window, the archived instants read back with
 their original payloads, and every reader (ours and hudi-rs, snapshot and time travel, file slicing)
 sees the same table as before. Pending instants, the last clean's retained commits and savepoints
-bound what is archived; a dry run writes nothing; tables with a metadata table are refused.
+bound what is archived, and so does the metadata table's latest compaction; a dry run writes
+nothing.
 
 Tables are written by our writer (one insert and 35 upserts, plus a compaction for MERGE_ON_READ)
 once per session and copied per test; the keep window is 10..15 commits instead of 20..30 so that
@@ -673,3 +674,33 @@ def test_a_crashed_archival_reads_the_same_and_the_next_run_finishes(
     assert _commits(path) == keep
     assert _archived(path).requested_times() == commits[:-10]  # each archived instant once
     assert ReaderState.of(path, [keep[0]]) == before
+
+
+def test_a_write_completed_after_the_metadata_tables_latest_compaction_stays(table_of: Maker) -> None:
+    """Hudi keeps every data write that completed after the metadata table's latest compaction
+    was requested, and all that follows it, although it was requested before that compaction."""
+    import datetime as dt
+
+    from hoodie.metadata.table import open_metadata_table
+    from hoodie.timeline.instant_time import format_instant_time, parse_instant_time
+
+    path = table_of(TableType.MERGE_ON_READ, TableVersion.EIGHT)
+    policy = ArchivalPolicy.from_options(OPTIONS)
+    table = _open(path)
+    baseline = plan_archival(table, policy)
+    assert baseline is not None
+    archivable = [i.requested_time for i in baseline.instants if i.action in ("commit", "deltacommit")]
+    mdt = open_metadata_table(table).reload()
+    compacted_at = [i.requested_time for i in mdt.completed() if i.action is Action.COMMIT][-1]
+    late = archivable[-1]
+    assert late < compacted_at  # the window, not the metadata table, bounded the plan before
+    (done,) = (path / ".hoodie" / "timeline").glob(f"{late}_*.deltacommit")
+    moment = parse_instant_time(compacted_at, table.tz) + dt.timedelta(milliseconds=1)
+    after = format_instant_time(moment, table.tz)
+    done.rename(done.with_name(f"{late}_{after}.deltacommit"))
+
+    plan = plan_archival(_open(path), policy)
+    assert plan is not None
+    writes = [i.requested_time for i in plan.instants if i.action in ("commit", "deltacommit")]
+    assert writes == archivable[:-1]
+    assert plan.retained_from["metadataTableLatestCompaction"] == late
