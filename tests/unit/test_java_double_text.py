@@ -45,6 +45,13 @@ def test_specified_texts(value: float, text: str) -> None:
     assert java_double_text(value) == text
 
 
+def test_numpy_floats_are_written_as_their_value() -> None:
+    import numpy as np
+
+    assert java_double_text(np.float64(1.5)) == "1.5"
+    assert java_double_text(np.float64(-2.5e-7)) == "-2.5E-7"
+
+
 def _ordinary_doubles() -> list[float]:
     """Doubles of every kind a column holds, between 10^-300 and 10^16 (where Java 17 prints
     what Java 19 specifies), with their negatives and the values Java treats apart."""
