@@ -307,15 +307,14 @@ def _hfile_keys(reader: HFileReader) -> list[str]:
 
 
 def _log_counts(mdt: MetadataTable, file_slice: FileSlice, stats: ScanStats) -> tuple[int, set[str]]:
-    """Records, and distinct keys, in the slice's committed log blocks (for the write stat)."""
+    """Records, and distinct keys, in the log blocks the merge takes (for the write stat)."""
     records = 0
     seen: set[str] = set()
-    view = mdt.view()
     blocks = scan_log_blocks(
         mdt.table.fileio,
         mdt.table.base_path,
         file_slice,
-        is_committed=view.is_committed,
+        is_committed=mdt.block_committed(mdt.view()),
         latest_instant=None,
         stats=stats,
         hfile_blocks=True,

@@ -12,7 +12,7 @@ whose data commit failed is invisible, as it is to Apache Hudi's readers.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from hoodie.config.table_config import METAFOLDER, TableConfig, read_table_properties
@@ -86,17 +86,21 @@ class MetadataTable:
     def file_group_count(self, partition: str) -> int:
         return len({s.file_id for s in self.file_slices(partition)})
 
-    def _data_instant_valid(self, ts: str) -> bool:
-        """Hudi's rule (``getValidInstantTimestamps``): a completed metadata-table deltacommit
-        counts unless the data instant of its time is still pending (the writer died between the
-        two, or has not completed yet). Instants only the metadata table has count: those that
-        initialise partitions and the sync after a restore."""
+    def block_committed(self, view: FileSystemView) -> Callable[[str], bool]:
+        """Whether log blocks of an instant count, by Hudi's rule (``getValidInstantTimestamps``):
+        the metadata-table instant is committed (in ``view``), and the data instant of its time
+        is not still pending (the writer died between the two, or has not completed yet).
+        Instants only the metadata table has count: those that initialise partitions and the
+        sync after a restore."""
         data = self.data_timeline
-        return data.is_completed(ts) or ts not in data
+
+        def committed(ts: str) -> bool:
+            return view.is_committed(ts) and (data.is_completed(ts) or ts not in data)
+
+        return committed
 
     def read_slice(self, file_slice: FileSlice, keys: set[str] | None = None) -> dict[str, Payload | None]:
         """Merged records of one metadata file slice (None marks a deleted key)."""
-        mdt_view = self.view()
         fileio = self.table.fileio
         out: dict[str, Payload | None] = {}
         version = self.table_version
@@ -118,14 +122,11 @@ class MetadataTable:
                 if wanted(key):
                     out[key] = decode_payload(value, version, schema) if value else None
 
-        def committed(ts: str) -> bool:
-            return mdt_view.is_committed(ts) and self._data_instant_valid(ts)
-
         blocks = scan_log_blocks(
             fileio,
             self.table.base_path,
             file_slice,
-            is_committed=committed,
+            is_committed=self.block_committed(self.view()),
             latest_instant=None,
             hfile_blocks=True,
         )
