@@ -122,8 +122,7 @@ def _check_version(table_version: int) -> bool:
 
 def _supported(node: AvroType) -> bool:
     """``isColumnTypeSupported`` for Avro records: no record/array/map/enum, decimals within (30,15)."""
-    split = node.nullable_split()
-    node = split[1] if split is not None else node
+    node = node.non_null()
     if node.logical == "decimal" and (
         node.precision + (_DECIMAL_MAX_SCALE - node.scale) > _DECIMAL_MAX_PRECISION
         or node.scale > _DECIMAL_MAX_SCALE
@@ -474,9 +473,7 @@ def _records_stats(
             empty = _EMPTY_V2 if v2 else _EMPTY_V1
             out.append(_payload(file_name, column, (None, None), (0, 0, 0, 0), empty))
             continue
-        node = fields[column]
-        split = node.nullable_split()
-        value_node = split[1] if split is not None else node
+        value_node = fields[column].non_null()
         typing = _avro_typing(value_node, v2, column)
         arr = table.column(column)
         if _supported(value_node):

@@ -93,18 +93,13 @@ def secondary_indexes(table: HoodieTable, partitions: list[str]) -> list[Seconda
     return out
 
 
-def _non_null(node: AvroType) -> AvroType:
-    split = node.nullable_split()
-    return split[1] if split is not None else node
-
-
 def _field_type(root: AvroType | None, column: str) -> AvroType | None:
     """The (non-null) type of ``column``, a dotted path into nested records; None if absent."""
     node = root
     for name in column.split("."):
         if node is None or node.kind != "record":
             return None
-        node = next((_non_null(f.type) for f in node.fields if f.name == name), None)
+        node = next((f.type.non_null() for f in node.fields if f.name == name), None)
     return node
 
 

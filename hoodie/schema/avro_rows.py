@@ -65,14 +65,9 @@ def _children(node: AvroType) -> list[AvroType]:
     return []
 
 
-def _inner(node: AvroType) -> AvroType:
-    split = node.nullable_split()
-    return split[1] if split is not None else node
-
-
 def from_physical(node: AvroType, arr: pa.Array) -> pa.Array:
     """An array of the physical Arrow type of ``node`` as its logical Arrow type."""
-    node = _inner(node)
+    node = node.non_null()
     target = arrow_type(node)
     if arr.type == target and not _has_logical(node):
         return arr
@@ -103,7 +98,7 @@ def from_physical(node: AvroType, arr: pa.Array) -> pa.Array:
 
 def to_physical(node: AvroType, arr: pa.Array) -> pa.Array:
     """An array of the logical Arrow type of ``node`` as its physical Arrow type."""
-    node = _inner(node)
+    node = node.non_null()
     target = arrow_type(node, raw=True)
     if arr.type == target and not _has_logical(node):
         return arr
@@ -165,7 +160,7 @@ def _python(node: AvroType, value: Any) -> Any:
     """Arrow's Python value as fastavro wants it (maps as dicts)."""
     if value is None:
         return None
-    node = _inner(node)
+    node = node.non_null()
     if node.kind == "record":
         return {f.name: _python(f.type, value[f.name]) for f in node.fields}
     if node.kind == "array":

@@ -117,6 +117,11 @@ class AvroType:
         index = 1 - kinds.index("null")
         return index, self.branches[index]
 
+    def non_null(self) -> AvroType:
+        """The type inside a union of ``null`` and one other type; any other type itself."""
+        split = self.nullable_split()
+        return split[1] if split is not None else self
+
 
 def _split_name(name: str, namespace: str) -> tuple[str, str]:
     if "." in name:
