@@ -1,0 +1,1 @@
+"""Hudi's indexes as they show on storage (bucket file ids, ...)."""
