@@ -29,7 +29,7 @@ from hoodie.errors import UnsupportedTableError
 from hoodie.file_group.base_file import BaseFile
 from hoodie.file_group.file_slice import FileSlice
 from hoodie.file_group.log_file import LogFile
-from hoodie.merge.config import resolve_merge_config
+from hoodie.merge.resolve import resolve_merge_config
 from hoodie.metadata.keys import java_double_text, secondary_index_key, secondary_index_shard_key
 from hoodie.metadata.records import MetadataPartition, Payload, secondary_index_payload
 from hoodie.models.commit import CommitMetadata, ReplaceCommitMetadata

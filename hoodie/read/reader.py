@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 from hoodie.file_group.file_slice import FileSlice
 from hoodie.file_group.log_reader import CorruptBlockReport
 from hoodie.file_group.view import FileSystemView
-from hoodie.merge.config import resolve_merge_config
+from hoodie.merge.resolve import resolve_merge_config
 from hoodie.read.log_scanner import InstantRange, ScanStats
 from hoodie.read.slice_reader import SliceReadOptions, read_parquet, read_slice
 from hoodie.schema.avro_arrow import add_meta_fields, avro_to_arrow_schema

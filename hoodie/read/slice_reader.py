@@ -17,8 +17,9 @@ from hoodie.file_group.file_slice import FileSlice
 from hoodie.file_group.log_block import BlockType, LogBlock
 from hoodie.file_group.log_reader import CorruptBlockReport
 from hoodie.io.fileio import FileIO
+from hoodie.merge.buffer import merge_file_group
 from hoodie.merge.config import MergeConfig
-from hoodie.merge.records import DataEntry, DeleteEntry, LogEntry, merge_file_group
+from hoodie.merge.records import DataEntry, DeleteEntry, LogEntry
 from hoodie.merge.vectorized import (
     DeleteEntries,
     MergeCounts,

@@ -40,7 +40,8 @@ from hoodie.file_group.log_block import BlockType, HeaderKey, LogBlock, encode_b
 from hoodie.file_group.log_file import LogFile
 from hoodie.file_group.log_writer import DELETE_BLOCK_VERSION
 from hoodie.io.fileio import join
-from hoodie.merge.config import MergeConfig, resolve_merge_config
+from hoodie.merge.config import MergeConfig
+from hoodie.merge.resolve import resolve_merge_config
 from hoodie.merge.vectorized import DeleteEntries, arrow_family, merge_logs_only, spec_for, supports
 from hoodie.models.codec import load_schema
 from hoodie.models.commit import CommitMetadata, RuntimeStats, WriteOperationType, WriteStat

@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from hoodie.errors import TableServiceError
 from hoodie.io.fileio import FileInfo, FileIO
-from hoodie.merge.config import resolve_merge_config
+from hoodie.merge.resolve import resolve_merge_config
 from hoodie.models.commit import WriteStat
 from hoodie.read.reader import table_schema
 from hoodie.read.slice_reader import SliceReadOptions

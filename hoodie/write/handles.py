@@ -25,8 +25,9 @@ from hoodie.file_group.file_slice import FileSlice
 from hoodie.file_group.log_file import LogFile
 from hoodie.file_group.log_writer import avro_data_block, delete_block, parquet_data_block
 from hoodie.io.fileio import FileIO, join
+from hoodie.merge.buffer import merge_file_group
 from hoodie.merge.config import MergeConfig
-from hoodie.merge.records import DataEntry, DeleteEntry, LogEntry, merge_file_group
+from hoodie.merge.records import DataEntry, DeleteEntry, LogEntry
 from hoodie.merge.vectorized import DeleteEntries, MergeSpec, merge_slice, supports
 from hoodie.models.commit import RuntimeStats, WriteStat
 from hoodie.read.slice_reader import read_parquet

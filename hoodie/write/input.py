@@ -19,8 +19,8 @@ import pyarrow.compute as pc
 from hoodie.config.table_config import RecordMergeMode
 from hoodie.errors import InvalidInputError, SchemaError
 from hoodie.keygen import KeyGenerator
+from hoodie.merge.buffer import dedupe_incoming
 from hoodie.merge.config import MergeConfig
-from hoodie.merge.records import dedupe_incoming
 from hoodie.merge.vectorized import MergeSpec, data_delete_mask
 from hoodie.schema.avro_arrow import META_FIELDS, avro_to_arrow_schema, conform
 

@@ -27,7 +27,7 @@ from hoodie.file_group.base_file import new_file_id
 from hoodie.file_group.base_file_writer import write_partition_metadata
 from hoodie.file_group.file_slice import FileGroupId, FileSlice
 from hoodie.keygen import key_generator_from_properties
-from hoodie.merge.config import resolve_merge_config
+from hoodie.merge.resolve import resolve_merge_config
 from hoodie.merge.vectorized import DeleteEntries, MergeSpec, arrow_family, spec_for
 from hoodie.metadata.keys import decode_file_id
 from hoodie.metadata.records import MetadataPartition

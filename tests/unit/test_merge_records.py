@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from hoodie.config.table_config import RecordMergeMode, TableConfig, TableVersion, read_table_properties
 from hoodie.errors import InvalidInputError, InvalidTableConfigError, SchemaError, UnsupportedTableError
 from hoodie.io.fileio import LocalFileIO
+from hoodie.merge.buffer import dedupe_incoming, merge_file_group
 from hoodie.merge.config import (
     AWS_DMS_PAYLOAD,
     COMMIT_TIME_STRATEGY_ID,
@@ -31,7 +32,6 @@ from hoodie.merge.config import (
     PartialUpdateMode,
     merge_properties_for_new_table,
     ordering_class_of_arrow,
-    resolve_merge_config,
     v9_merge_properties_for_payload,
 )
 from hoodie.merge.mergers import (
@@ -47,13 +47,12 @@ from hoodie.merge.records import (
     DeleteEntry,
     LogEntry,
     compare_ordering,
-    dedupe_incoming,
     is_default_ordering,
     is_delete_row,
     java_string,
-    merge_file_group,
     ordering_value,
 )
+from hoodie.merge.resolve import resolve_merge_config
 from tests.conftest import fixture_names, fixture_path
 
 EVENT = RecordMergeMode.EVENT_TIME_ORDERING
