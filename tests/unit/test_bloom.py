@@ -19,10 +19,10 @@ from hoodie.bloom import (
     BLOOM_FILTER_FOOTER_KEY,
     BLOOM_TYPE_FOOTER_KEY,
     BloomFilterTypeCode,
-    _hash_positions,
     create_bloom_filter,
     deserialize_bloom_filter,
 )
+from hoodie.bloom_hash import hash_positions
 from hoodie.errors import CorruptFileError, InvalidInputError
 from tests.conftest import fixture_names, fixture_path
 
@@ -128,7 +128,7 @@ def _random_keys(rng: random.Random, count: int) -> list[str]:
 @pytest.mark.parametrize("hash_type", [0, 1])
 def test_vectorized_positions_match_scalar_reference(hash_type: int) -> None:
     keys = _random_keys(random.Random(hash_type), 400)
-    got = _hash_positions(keys, 7, 1_000_003, hash_type)
+    got = hash_positions(keys, 7, 1_000_003, hash_type)
     expected = np.array([ref_positions(k, 7, 1_000_003, hash_type) for k in keys])
     assert got.shape == (400, 7)
     assert np.array_equal(got, expected)
