@@ -10,7 +10,7 @@ watches the child just before its own, so a leader's exit wakes one successor on
 Leadership needs a live session: it is dropped at once when the connection is SUSPENDED or the
 session LOST (another replica may take over once the session expires) and is regained, if the node
 is still first, when the connection is back. The election shares the process's ZooKeeper client
-(:data:`service.locks.zookeeper.CLIENTS`) with the table locks.
+(:data:`service.locks.zookeeper_client.CLIENTS`) with the table locks.
 """
 
 from __future__ import annotations
@@ -25,14 +25,8 @@ from kazoo.exceptions import KazooException, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
 from service.locks.base import LockState
-from service.locks.zookeeper import (
-    CLIENTS,
-    SharedClient,
-    ZookeeperClients,
-    find_protected,
-    predecessor,
-    protected_prefix,
-)
+from service.locks.zookeeper import find_protected, predecessor, protected_prefix
+from service.locks.zookeeper_client import CLIENTS, SharedClient, ZookeeperClients
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action
 from hoodie.write.writer import HoodieWriter
 from service.locks.leader import LeaderElection
-from service.locks.zookeeper import ZookeeperClients
+from service.locks.zookeeper_client import ZookeeperClients
 from tests.conftest import hudi_rs_rows
 from tests.daemon.helpers import mor_table, running_daemon, wait_for
 from tests.servers.zookeeper import ZooKeeperServer

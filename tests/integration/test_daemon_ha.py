@@ -17,7 +17,8 @@ from hoodie.timeline.instant import Action
 from hoodie.transaction.lock import LockError
 from hoodie.write.writer import HoodieWriter
 from service.locks import ZOOKEEPER
-from service.locks.zookeeper import ZookeeperClients, ZookeeperLockProvider
+from service.locks.zookeeper import ZookeeperLockProvider
+from service.locks.zookeeper_client import ZookeeperClients
 from tests.conftest import hudi_rs_rows
 from tests.daemon.helpers import (
     FAST_HEARTBEAT,

@@ -23,7 +23,6 @@ from kazoo.recipe.lock import Lock
 from service.locks.base import LockError, LockState, ServiceLock
 from service.locks.leader import LeaderElection
 from service.locks.zookeeper import (
-    ZookeeperClients,
     ZookeeperLockProvider,
     ZookeeperLockSettings,
     contenders,
@@ -31,6 +30,7 @@ from service.locks.zookeeper import (
     predecessor,
     sort_key,
 )
+from service.locks.zookeeper_client import ZookeeperClients
 from tests.servers.zookeeper import ZooKeeperServer
 
 TABLE = "/data/warehouse/trips"
