@@ -100,7 +100,7 @@ def check_lock_options(options: Mapping[str, str], where: str) -> None:
 
             ZookeeperLockSettings.from_options(options, table_name="table", base_path=where)
         elif provider in (DYNAMODB, "DynamoDBBasedLockProvider"):
-            from service.locks.dynamodb import DynamoDBLockConfig
+            from service.locks.dynamodb_config import DynamoDBLockConfig
 
             DynamoDBLockConfig.from_options(base_path=where, table_name="table", options=options)
         elif provider not in (IN_PROCESS, "InProcessLockProvider"):

@@ -27,7 +27,8 @@ from botocore.exceptions import ClientError
 from hoodie.errors import TableServiceError
 from hoodie.transaction.lock import LockError, locked
 from service.locks.base import LockState, ServiceLock
-from service.locks.dynamodb import BillingMode, DynamoDBLockConfig, DynamoDBLockProvider
+from service.locks.dynamodb import DynamoDBLockProvider
+from service.locks.dynamodb_config import BillingMode, DynamoDBLockConfig
 from tests.servers.dynamodb import DynamoDBEndpoint, moto_dynamodb
 
 LEASE_MS = 1500
