@@ -15,7 +15,7 @@ import logging
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -54,6 +54,9 @@ from hoodie.write.index import tag_keys
 from hoodie.write.input import PreparedInput, dedupe, prepare_input
 from hoodie.write.markers import WriteMarkers
 from hoodie.write.options import BulkInsertSortMode, WriteOperation, WriteOptions
+
+if TYPE_CHECKING:
+    from hoodie.write.bucket_planner import BucketLayout
 
 log = logging.getLogger(__name__)
 
@@ -319,6 +322,9 @@ class HoodieWriter:
         view: Any,
         timeline: ActiveTimeline,
     ) -> list[Bucket]:
+        bucketed = self._bucket_layout(view, operation)
+        if bucketed is not None:
+            return bucketed.plan(prepared, operation)
         mor = self.table.config.is_mor
         buckets: dict[str, Bucket] = {}
         inserts: dict[str, list[int]] = {}
@@ -407,6 +413,7 @@ class HoodieWriter:
     def _plan_overwrite(
         self, prepared: PreparedInput, view: Any, operation: WriteOperation
     ) -> tuple[list[Bucket], dict[str, list[str]]]:
+        bucketed = self._bucket_layout(view, operation)
         partitions = prepared.partitions.to_pylist()
         targets = (
             set(view.partitions()) if operation is WriteOperation.INSERT_OVERWRITE_TABLE else set(partitions)
@@ -416,6 +423,8 @@ class HoodieWriter:
             ids = [s.file_id for s in view.latest_file_slices([p])]
             if ids:
                 replaced[p] = ids
+        if bucketed is not None:
+            return bucketed.plan_overwrite(prepared), replaced
         per_file = self._records_per_new_file(self.options.record_size_estimate)
         by_partition: dict[str, list[int]] = {}
         for i, p in enumerate(partitions):
@@ -426,6 +435,12 @@ class HoodieWriter:
             for start in range(0, len(rows), per_file):
                 buckets.append(Bucket("create", p, new_file_id(), None, rows[start : start + per_file]))
         return buckets, replaced
+
+    def _bucket_layout(self, view: Any, operation: WriteOperation) -> BucketLayout | None:
+        """The simple bucket index's routing for this write (refusals raise before anything is written)."""
+        from hoodie.write.bucket_planner import BucketLayout
+
+        return BucketLayout.resolve(self.table, self.write_props, view, operation)
 
     def _check_pending_clustering(self, buckets: list[Bucket], timeline: ActiveTimeline) -> None:
         pending = self.table.pending_clustering_file_groups(timeline)

@@ -1,0 +1,277 @@
+"""Writes to a simple-bucket-index table: every record goes to the one file group of its bucket.
+
+Hudi persists none of the bucket settings: every writer is told ``hoodie.index.type=BUCKET``,
+``hoodie.bucket.index.num.buckets`` and optionally ``hoodie.bucket.index.hash.field``
+(``HoodieIndexConfig``), and the table is recognisable only from its file ids (the first 8
+characters are the bucket number, :mod:`hoodie.index.bucket`).
+
+As Hudi's Spark writer (``HoodieSimpleBucketIndex`` tags, ``SparkBucketIndexPartitioner``
+routes): a record whose bucket already has a file group in its partition goes to it (an update
+there, whether or not the key exists: a merge for COPY_ON_WRITE, a log append for
+MERGE_ON_READ); a bucket without one gets a new file group ``{bucket:08d}<uuid rest>-0`` with a
+base file (the simple bucket index cannot index log files, so MERGE_ON_READ inserts go to a base
+file too); deletes whose bucket has no file group are dropped. No small-file packing, no
+splitting by size. insert_overwrite writes new file ids for every bucket and replaces the
+partition's file groups. The operations are ``HoodieSimpleBucketLayout.SUPPORTED_OPERATIONS``
+(insert, upsert, delete, insert_overwrite); bulk_insert and insert_overwrite_table are refused.
+
+Refused before anything is written, naming the evidence: a bucket table written without the
+bucket options, a bucket count below a bucket present, two file groups of one bucket in a
+partition, file groups without the bucket form, the consistent-hashing engine or its metadata,
+the partition-level bucket index (1.1), and under non-blocking concurrency control a bucket
+without a file group (Hudi starts it as a log-only file group, which hts does not write) or an
+insert_overwrite.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from hoodie.config.table_config import TableType
+from hoodie.errors import InvalidInputError, UnsupportedTableError
+from hoodie.file_group.file_slice import FileSlice
+from hoodie.index.bucket import (
+    BucketHashError,
+    bucket_id_from_file_id,
+    bucket_ids,
+    hash_keys,
+    is_bucket_file_id,
+    is_nbcc_bucket_file_id,
+    java_split,
+    legacy_hash_keys,
+    nbcc_bucket_file_id,
+    new_bucket_file_id,
+)
+from hoodie.io.fileio import join
+from hoodie.table import HoodieTable
+from hoodie.write.input import PreparedInput
+from hoodie.write.options import WriteOperation
+
+if TYPE_CHECKING:
+    from hoodie.write.writer import Bucket
+
+INDEX_TYPE = "hoodie.index.type"
+BUCKET_ENGINE = "hoodie.index.bucket.engine"
+NUM_BUCKETS = "hoodie.bucket.index.num.buckets"
+HASH_FIELD = "hoodie.bucket.index.hash.field"
+CONCURRENCY_MODE = "hoodie.write.concurrency.mode"
+NBCC = "NON_BLOCKING_CONCURRENCY_CONTROL"
+DEFAULT_NUM_BUCKETS = 256  # HoodieIndexConfig.BUCKET_INDEX_NUM_BUCKETS
+CONSISTENT_HASHING_FOLDER = ".hoodie/.bucket_index/consistent_hashing_metadata"
+PARTITION_BUCKET_FOLDER = ".hoodie/.bucket_index/partition_bucket_index_meta"
+SUPPORTED_OPERATIONS = frozenset(
+    {WriteOperation.INSERT, WriteOperation.UPSERT, WriteOperation.DELETE, WriteOperation.INSERT_OVERWRITE}
+)
+
+
+def _options_hint(num_buckets: int | str = "<N>") -> str:
+    return f"--option {INDEX_TYPE}=BUCKET --option {NUM_BUCKETS}={num_buckets}"
+
+
+@dataclass(frozen=True)
+class BucketLayout:
+    """A write's bucket settings and the table's bucket -> file slice map, per partition."""
+
+    table: HoodieTable
+    num_buckets: int
+    hash_fields: tuple[str, ...]
+    nbcc: bool
+    groups: dict[str, dict[int, FileSlice]]
+
+    # -- resolving ----------------------------------------------------------------------------
+    @classmethod
+    def resolve(
+        cls, table: HoodieTable, write_props: dict[str, str], view: Any, operation: WriteOperation
+    ) -> BucketLayout | None:
+        """The bucket layout of this write, ``None`` for a table without one; refusals raise."""
+        for folder in (CONSISTENT_HASHING_FOLDER, PARTITION_BUCKET_FOLDER):
+            if table.fileio.exists(join(table.base_path, folder)):
+                kind = "consistent-hashing" if folder == CONSISTENT_HASHING_FOLDER else "partition-level"
+                raise UnsupportedTableError(
+                    f"{table.base_path}: {kind} bucket index table ({folder} exists); "
+                    "hts does not route writes for it"
+                )
+        index_type = write_props.get(INDEX_TYPE, "").strip().upper()
+        slices = view.latest_file_slices()
+        foreign = next((s for s in slices if not is_bucket_file_id(s.file_id)), None)
+        if index_type != "BUCKET":
+            if slices and foreign is None:
+                first = slices[0]
+                told = f" (told {INDEX_TYPE}={write_props[INDEX_TYPE]})" if INDEX_TYPE in write_props else ""
+                raise UnsupportedTableError(
+                    f"{table.base_path}: simple bucket index table (file group "
+                    f"{first.partition_path or '<root>'}/{first.file_id} and all {len(slices)} live "
+                    f"file groups have bucket file ids){told}; Hudi does not persist the bucket settings, "
+                    f"so every writer must be given them: {_options_hint()} "
+                    f"[--option {HASH_FIELD}=FIELDS], as the table's other writers are"
+                )
+            return None
+        engine = write_props.get(BUCKET_ENGINE, "SIMPLE").strip().upper()
+        if engine != "SIMPLE":
+            raise UnsupportedTableError(
+                f"{table.base_path}: {BUCKET_ENGINE}={write_props[BUCKET_ENGINE]}: hts writes only the "
+                "SIMPLE bucket engine"
+            )
+        if foreign is not None:
+            raise UnsupportedTableError(
+                f"{table.base_path}: {INDEX_TYPE}=BUCKET but file group "
+                f"{foreign.partition_path or '<root>'}/{foreign.file_id} has no bucket file id: the table "
+                "was not written with the bucket index"
+            )
+        num_buckets = _num_buckets(write_props)
+        hash_fields = _hash_fields(table, write_props)
+        mode = write_props.get(CONCURRENCY_MODE, "").strip().upper()
+        nbcc = mode == NBCC or any(is_nbcc_bucket_file_id(s.file_id) for s in slices)
+        groups: dict[str, dict[int, FileSlice]] = {}
+        for s in slices:
+            bucket = bucket_id_from_file_id(s.file_id)
+            where = s.partition_path or "<root>"
+            if bucket >= num_buckets:
+                raise UnsupportedTableError(
+                    f"{table.base_path}: file group {where}/{s.file_id} is bucket {bucket}, but "
+                    f"{NUM_BUCKETS}={num_buckets}; give the table's bucket count"
+                )
+            other = groups.setdefault(s.partition_path, {}).setdefault(bucket, s)
+            if other is not s:
+                # HoodieSimpleBucketIndex.loadBucketIdToFileIdMappingForPartition
+                raise UnsupportedTableError(
+                    f"{table.base_path}: Find multiple files at partition path={s.partition_path} that "
+                    f"belong to the same bucket id = {bucket} ({other.file_id}, {s.file_id})"
+                )
+        layout = cls(table, num_buckets, hash_fields, nbcc, groups)
+        layout._check_operation(operation, mode)
+        return layout
+
+    def _check_operation(self, operation: WriteOperation, mode: str) -> None:
+        where = self.table.base_path
+        if operation not in SUPPORTED_OPERATIONS:
+            raise UnsupportedTableError(
+                f"{where}: {operation.value} is not supported on a simple bucket index table "
+                "(HoodieSimpleBucketLayout supports insert, upsert, delete and insert_overwrite)"
+            )
+        if self.nbcc:
+            evidence = f"{CONCURRENCY_MODE}={NBCC}" if mode == NBCC else "NBCC bucket file ids"
+            if self.table.config.table_type is not TableType.MERGE_ON_READ:
+                raise UnsupportedTableError(
+                    f"{where}: {evidence}: non-blocking concurrency control requires a MERGE_ON_READ table"
+                )
+            if operation.is_overwrite:
+                raise UnsupportedTableError(
+                    f"{where}: {evidence}: insert_overwrite is not supported with non-blocking "
+                    "concurrency control"
+                )
+
+    # -- planning -----------------------------------------------------------------------------
+    def buckets_of(self, prepared: PreparedInput) -> np.ndarray:
+        """The bucket of every prepared record; keys whose bucket Hudi releases disagree on are refused."""
+        keys = prepared.keys.to_pylist()
+        try:
+            buckets = bucket_ids(keys, self.hash_fields, self.num_buckets)
+        except BucketHashError as e:
+            raise UnsupportedTableError(f"{self.table.base_path}: {e}") from e
+        if self.table.table_version < 8:
+            self._check_legacy_agreement(keys)
+        return buckets
+
+    def _check_legacy_agreement(self, keys: list[str]) -> None:
+        """Table version 6 is written by Hudi 0.14/0.15 as well as 1.x, which take hash keys apart
+        differently (HUDI-8403): keys they bucket differently are refused."""
+        for key in keys:
+            if ":" not in key and "," not in key:
+                continue
+            current = hash_keys(key, self.hash_fields)
+            for legacy in legacy_hash_keys(key, self.hash_fields):
+                if legacy != current or any(v is None or v == "" for v in current):
+                    raise UnsupportedTableError(
+                        f"{self.table.base_path}: record key {key!r}: Hudi 0.14/0.15 and Hudi 1.x hash it "
+                        f"differently ({legacy} vs {current}) on this version-6 bucket table; "
+                        "hts cannot tell which its other writers use"
+                    )
+
+    def plan(self, prepared: PreparedInput, operation: WriteOperation) -> list[Bucket]:
+        """Route every record to its bucket's file group (new ones for buckets without one)."""
+        from hoodie.write.writer import Bucket
+
+        mor = self.table.config.is_mor
+        buckets = self.buckets_of(prepared)
+        partitions = prepared.partitions.to_pylist()
+        planned: dict[tuple[str, int], Bucket] = {}
+        for i, (partition, bucket) in enumerate(zip(partitions, buckets.tolist(), strict=True)):
+            delete = operation is WriteOperation.DELETE or bool(prepared.is_delete[i])
+            target = planned.get((partition, bucket))
+            existing = self.groups.get(partition, {}).get(bucket)
+            if target is None:
+                if existing is None:
+                    if delete:
+                        continue  # deletes without a location are dropped (HoodieIndexUtils tagging)
+                    if self.nbcc:
+                        raise UnsupportedTableError(
+                            f"{self.table.base_path}: bucket {bucket} of partition "
+                            f"{partition or '<root>'} has no file group; under non-blocking concurrency "
+                            f"control Hudi starts it as the log-only file group "
+                            f"{nbcc_bucket_file_id(bucket)}, which hts does not write"
+                        )
+                    target = Bucket("create", partition, new_bucket_file_id(bucket))
+                else:
+                    kind = "append" if mor else "merge"
+                    concat = operation is WriteOperation.INSERT and not mor
+                    target = Bucket(kind, partition, existing.file_id, existing, concat=concat)
+                planned[(partition, bucket)] = target
+            if target.kind == "create":
+                if not delete:
+                    target.rows.append(i)
+            elif operation is WriteOperation.DELETE or (mor and delete):
+                target.deletes.append(i)
+            else:
+                target.rows.append(i)
+                if not delete:
+                    target.inserts.append(i)  # the record index learns every key written here
+        return list(planned.values())
+
+    def plan_overwrite(self, prepared: PreparedInput) -> list[Bucket]:
+        """insert_overwrite: a new file group per bucket written (``SparkBucketIndexPartitioner``)."""
+        from hoodie.write.writer import Bucket
+
+        buckets = self.buckets_of(prepared)
+        planned: dict[tuple[str, int], Bucket] = {}
+        partitions = prepared.partitions.to_pylist()
+        for i, (partition, bucket) in enumerate(zip(partitions, buckets.tolist(), strict=True)):
+            if prepared.is_delete[i]:
+                continue
+            target = planned.get((partition, bucket))
+            if target is None:
+                target = Bucket("create", partition, new_bucket_file_id(bucket))
+                planned[(partition, bucket)] = target
+            target.rows.append(i)
+        return list(planned.values())
+
+
+def _num_buckets(props: dict[str, str]) -> int:
+    raw = props.get(NUM_BUCKETS)
+    if raw is None:
+        return DEFAULT_NUM_BUCKETS
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise InvalidInputError(f"invalid value {raw!r} for {NUM_BUCKETS}: not an integer") from None
+    if value <= 0:
+        raise InvalidInputError(f"invalid value {raw!r} for {NUM_BUCKETS}: must be positive")
+    return value
+
+
+def _hash_fields(table: HoodieTable, props: dict[str, str]) -> tuple[str, ...]:
+    record_key_fields = table.config.record_key_fields
+    raw = props.get(HASH_FIELD, "")
+    if not raw:
+        return tuple(record_key_fields)
+    fields = java_split(raw)
+    # HoodieIndexConfig.validateBucketIndexConfig
+    if not set(fields) <= set(record_key_fields):
+        raise InvalidInputError(
+            f"{HASH_FIELD}={raw}: the bucket index key must be a subset of the record key fields "
+            f"{list(record_key_fields)}"
+        )
+    return tuple(fields)
