@@ -32,7 +32,7 @@ import numpy as np
 
 from hoodie.config.table_config import TableType
 from hoodie.errors import InvalidInputError, UnsupportedTableError
-from hoodie.file_group.file_slice import FileSlice
+from hoodie.file_group.file_slice import FileGroupId, FileSlice
 from hoodie.index.bucket import (
     BucketHashError,
     bucket_id_from_file_id,
@@ -275,3 +275,19 @@ def _hash_fields(table: HoodieTable, props: dict[str, str]) -> tuple[str, ...]:
             f"{list(record_key_fields)}"
         )
     return tuple(fields)
+
+
+def same_buckets(theirs: set[FileGroupId], ours: set[FileGroupId]) -> set[FileGroupId]:
+    """Our file groups whose (partition, bucket) a concurrent commit also wrote: on a bucket table two
+    writers creating a file group for one bucket conflict although their file ids differ
+    (``BucketIndexConcurrentFileWritesConflictResolutionStrategy``)."""
+
+    def buckets(groups: set[FileGroupId]) -> dict[tuple[str, int], FileGroupId]:
+        return {
+            (g.partition_path, bucket_id_from_file_id(g.file_id)): g
+            for g in groups
+            if is_bucket_file_id(g.file_id)
+        }
+
+    mine = buckets(ours)
+    return {mine[k] for k in mine.keys() & buckets(theirs).keys()}

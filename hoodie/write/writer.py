@@ -15,7 +15,7 @@ import logging
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -49,14 +49,12 @@ from hoodie.timeline.timeline import ActiveTimeline
 from hoodie.transaction.heartbeat import Heartbeat, HeartbeatConfig
 from hoodie.transaction.lock import InProcessLockProvider, LockProvider, locked
 from hoodie.transaction.time_generator import TimeSource, WaitBasedTimeGenerator
+from hoodie.write.bucket_planner import BucketLayout, same_buckets
 from hoodie.write.handles import WriteContext, append_to_log, create_base_file, merge_into_base
 from hoodie.write.index import tag_keys
 from hoodie.write.input import PreparedInput, dedupe, prepare_input
 from hoodie.write.markers import WriteMarkers
 from hoodie.write.options import BulkInsertSortMode, WriteOperation, WriteOptions
-
-if TYPE_CHECKING:
-    from hoodie.write.bucket_planner import BucketLayout
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +127,7 @@ class HoodieWriter:
         self.lock = lock or InProcessLockProvider(table.base_path)
         self.time_source = time_source or WaitBasedTimeGenerator(self.lock, table.tz)
         self.write_props = write_props or {}
+        self._bucketed = False  # whether the current write routes by bucket (set while planning)
 
     # -- public operations --------------------------------------------------------------------
     def insert(self, data: pa.Table) -> WriteResult:
@@ -438,9 +437,9 @@ class HoodieWriter:
 
     def _bucket_layout(self, view: Any, operation: WriteOperation) -> BucketLayout | None:
         """The simple bucket index's routing for this write (refusals raise before anything is written)."""
-        from hoodie.write.bucket_planner import BucketLayout
-
-        return BucketLayout.resolve(self.table, self.write_props, view, operation)
+        layout = BucketLayout.resolve(self.table, self.write_props, view, operation)
+        self._bucketed = layout is not None
+        return layout
 
     def _check_pending_clustering(self, buckets: list[Bucket], timeline: ActiveTimeline) -> None:
         pending = self.table.pending_clustering_file_groups(timeline)
@@ -632,6 +631,8 @@ class HoodieWriter:
             if isinstance(meta, ReplaceCommitMetadata):
                 theirs |= {FileGroupId(p, f) for p, f in meta.replaced_file_ids()}
             clash = theirs & touched
+            if not clash and self._bucketed:
+                clash = same_buckets(theirs, touched)  # two writers may not start one bucket twice
             if clash:
                 raise WriteConflictError(
                     f"concurrent commit {instant} wrote file group(s) {sorted(str(g) for g in clash)[:5]} "

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from hoodie.config.table_config import TableType, TableVersion
-from hoodie.errors import InvalidInputError, UnsupportedTableError
+from hoodie.errors import InvalidInputError, UnsupportedTableError, WriteConflictError
 from hoodie.index.bucket import bucket_id_from_file_id, is_bucket_file_id
 from hoodie.read.reader import TableReader
 from hoodie.table import HoodieTable
@@ -308,3 +308,22 @@ def test_cli_creates_and_writes_a_bucket_table(tmp_path: Path, capsys: pytest.Ca
     assert file_hashes(table) == before
     assert main(["write", str(table), "--input", str(data), "--operation", "upsert", *options]) == 0
     assert len(slices(table)) == len(groups)
+
+
+def test_concurrent_writers_starting_one_bucket_conflict(tmp_path: Path) -> None:
+    """Two writers each start a file group for the same new bucket: the later commit is aborted
+    (Hudi compares buckets, not file ids, on bucket tables), so the bucket keeps one file group."""
+    path = tmp_path / "t"
+    table = new_table(path)
+    HoodieWriter(table, write_props=OPTIONS).insert(rows(range(12), 1))
+
+    class Interleaved(HoodieWriter):
+        def _execute(self, *args: Any, **kwargs: Any) -> Any:
+            HoodieWriter(HoodieTable.open(str(path)), write_props=OPTIONS).insert(rows([15], 2, partitions=4))
+            return super()._execute(*args, **kwargs)
+
+    with pytest.raises(WriteConflictError, match="concurrent commit"):
+        Interleaved(HoodieTable.open(str(path)), write_props=OPTIONS).insert(rows([15], 3, partitions=4))
+    p3 = [s for s in slices(path) if s.partition_path == "p3"]
+    assert len(p3) == 1
+    assert snapshot(path)["k15"] == "v15@2"
