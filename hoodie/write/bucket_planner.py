@@ -25,6 +25,7 @@ insert_overwrite.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -109,20 +110,13 @@ class BucketLayout:
                     f"[--option {HASH_FIELD}=FIELDS], as the table's other writers are"
                 )
             return None
-        engine = write_props.get(BUCKET_ENGINE, "SIMPLE").strip().upper()
-        if engine != "SIMPLE":
-            raise UnsupportedTableError(
-                f"{table.base_path}: {BUCKET_ENGINE}={write_props[BUCKET_ENGINE]}: hts writes only the "
-                "SIMPLE bucket engine"
-            )
+        num_buckets, hash_fields = check_bucket_options(write_props, table.config.record_key_fields)
         if foreign is not None:
             raise UnsupportedTableError(
                 f"{table.base_path}: {INDEX_TYPE}=BUCKET but file group "
                 f"{foreign.partition_path or '<root>'}/{foreign.file_id} has no bucket file id: the table "
                 "was not written with the bucket index"
             )
-        num_buckets = _num_buckets(write_props)
-        hash_fields = _hash_fields(table, write_props)
         mode = write_props.get(CONCURRENCY_MODE, "").strip().upper()
         nbcc = mode == NBCC or any(is_nbcc_bucket_file_id(s.file_id) for s in slices)
         groups: dict[str, dict[int, FileSlice]] = {}
@@ -249,6 +243,19 @@ class BucketLayout:
         return list(planned.values())
 
 
+def check_bucket_options(
+    props: dict[str, str], record_key_fields: Sequence[str]
+) -> tuple[int, tuple[str, ...]]:
+    """The bucket count and hash fields of ``hoodie.index.type=BUCKET`` write options; bad values
+    and engines hts does not write are refused (callers check before creating a table, too)."""
+    engine = props.get(BUCKET_ENGINE, "SIMPLE").strip().upper()
+    if engine != "SIMPLE":
+        raise UnsupportedTableError(
+            f"{BUCKET_ENGINE}={props[BUCKET_ENGINE]}: hts writes only the SIMPLE bucket engine"
+        )
+    return _num_buckets(props), _hash_fields(record_key_fields, props)
+
+
 def _num_buckets(props: dict[str, str]) -> int:
     raw = props.get(NUM_BUCKETS)
     if raw is None:
@@ -262,8 +269,7 @@ def _num_buckets(props: dict[str, str]) -> int:
     return value
 
 
-def _hash_fields(table: HoodieTable, props: dict[str, str]) -> tuple[str, ...]:
-    record_key_fields = table.config.record_key_fields
+def _hash_fields(record_key_fields: Sequence[str], props: dict[str, str]) -> tuple[str, ...]:
     raw = props.get(HASH_FIELD, "")
     if not raw:
         return tuple(record_key_fields)

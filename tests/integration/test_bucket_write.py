@@ -327,3 +327,31 @@ def test_concurrent_writers_starting_one_bucket_conflict(tmp_path: Path) -> None
     p3 = [s for s in slices(path) if s.partition_path == "p3"]
     assert len(p3) == 1
     assert snapshot(path)["k15"] == "v15@2"
+
+
+def test_cli_refuses_bad_bucket_options_before_creating_the_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "in.parquet"
+    pq.write_table(rows(range(4), 1), data)
+    create = ["write", "--input", str(data), "--operation", "insert", "--create", "--record-key", "id"]
+    bad = [
+        ("hoodie.bucket.index.num.buckets=0", "must be positive"),
+        ("hoodie.bucket.index.num.buckets=four", "not an integer"),
+        ("hoodie.bucket.index.hash.field=v", "subset of the record key fields"),
+        ("hoodie.index.bucket.engine=CONSISTENT_HASHING", "only the SIMPLE bucket engine"),
+    ]
+    for i, (option, message) in enumerate(bad):
+        table = tmp_path / f"t{i}"
+        args = [
+            create[0],
+            str(table),
+            *create[1:],
+            "--option",
+            "hoodie.index.type=BUCKET",
+            "--option",
+            option,
+        ]
+        assert main(args) == 2
+        assert message in capsys.readouterr().err
+        assert not table.exists()
