@@ -25,7 +25,7 @@ insert_overwrite.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -85,9 +85,14 @@ class BucketLayout:
     # -- resolving ----------------------------------------------------------------------------
     @classmethod
     def resolve(
-        cls, table: HoodieTable, write_props: dict[str, str], view: Any, operation: WriteOperation
+        cls,
+        table: HoodieTable,
+        write_props: dict[str, str],
+        view: Any,
+        operation: WriteOperation,
+        partitions: Sequence[str],
     ) -> BucketLayout | None:
-        """The bucket layout of this write, ``None`` for a table without one; refusals raise."""
+        """The bucket layout of a write to ``partitions`` (``None``: no bucket table); refusals raise."""
         for folder in (CONSISTENT_HASHING_FOLDER, PARTITION_BUCKET_FOLDER):
             if table.fileio.exists(join(table.base_path, folder)):
                 kind = "consistent-hashing" if folder == CONSISTENT_HASHING_FOLDER else "partition-level"
@@ -96,21 +101,13 @@ class BucketLayout:
                     "hts does not route writes for it"
                 )
         index_type = write_props.get(INDEX_TYPE, "").strip().upper()
-        slices = view.latest_file_slices()
-        foreign = next((s for s in slices if not is_bucket_file_id(s.file_id)), None)
         if index_type != "BUCKET":
-            if slices and foreign is None:
-                first = slices[0]
-                told = f" (told {INDEX_TYPE}={write_props[INDEX_TYPE]})" if INDEX_TYPE in write_props else ""
-                raise UnsupportedTableError(
-                    f"{table.base_path}: simple bucket index table (file group "
-                    f"{first.partition_path or '<root>'}/{first.file_id} and all {len(slices)} live "
-                    f"file groups have bucket file ids){told}; Hudi does not persist the bucket settings, "
-                    f"so every writer must be given them: {_options_hint()} "
-                    f"[--option {HASH_FIELD}=FIELDS], as the table's other writers are"
-                )
+            _refuse_if_bucket_table(table, write_props, view, partitions)
             return None
         num_buckets, hash_fields = check_bucket_options(write_props, table.config.record_key_fields)
+        # As HoodieSimpleBucketIndex, only the partitions written are loaded.
+        slices = view.latest_file_slices([p for p in partitions if p in set(view.partitions())])
+        foreign = next((s for s in slices if not is_bucket_file_id(s.file_id)), None)
         if foreign is not None:
             raise UnsupportedTableError(
                 f"{table.base_path}: {INDEX_TYPE}=BUCKET but file group "
@@ -118,7 +115,8 @@ class BucketLayout:
                 "was not written with the bucket index"
             )
         mode = write_props.get(CONCURRENCY_MODE, "").strip().upper()
-        nbcc = mode == NBCC or any(is_nbcc_bucket_file_id(s.file_id) for s in slices)
+        sample = next((found for _, found in _slices_by_partition(view, partitions) if found), [])
+        nbcc = mode == NBCC or any(is_nbcc_bucket_file_id(s.file_id) for s in [*slices, *sample])
         groups: dict[str, dict[int, FileSlice]] = {}
         for s in slices:
             bucket = bucket_id_from_file_id(s.file_id)
@@ -243,11 +241,48 @@ class BucketLayout:
         return list(planned.values())
 
 
+def _slices_by_partition(view: Any, partitions: Sequence[str]) -> Iterator[tuple[str, list[FileSlice]]]:
+    """Each partition's live file slices, the partitions written first (the rest listed lazily)."""
+    existing = view.partitions()
+    present = set(existing)
+    first = [p for p in dict.fromkeys(partitions) if p in present]
+    for p in [*first, *(p for p in existing if p not in set(first))]:
+        yield p, view.latest_file_slices([p])
+
+
+def _refuse_if_bucket_table(
+    table: HoodieTable, write_props: dict[str, str], view: Any, partitions: Sequence[str]
+) -> None:
+    """A write without the bucket options to a table whose every file group has a bucket file id
+    is refused; listing stops at the first file group without one (most tables: the first)."""
+    count = 0
+    first: FileSlice | None = None
+    for _, found in _slices_by_partition(view, partitions):
+        if any(not is_bucket_file_id(s.file_id) for s in found):
+            return
+        count += len(found)
+        first = first or (found[0] if found else None)
+    if first is None:
+        return
+    told = f" (told {INDEX_TYPE}={write_props[INDEX_TYPE]})" if INDEX_TYPE in write_props else ""
+    raise UnsupportedTableError(
+        f"{table.base_path}: simple bucket index table (file group "
+        f"{first.partition_path or '<root>'}/{first.file_id} and all {count} live "
+        f"file groups have bucket file ids){told}; Hudi does not persist the bucket settings, "
+        f"so every writer must be given them: {_options_hint()} "
+        f"[--option {HASH_FIELD}=FIELDS], as the table's other writers are"
+    )
+
+
 def check_bucket_options(
     props: dict[str, str], record_key_fields: Sequence[str]
 ) -> tuple[int, tuple[str, ...]]:
     """The bucket count and hash fields of ``hoodie.index.type=BUCKET`` write options; bad values
     and engines hts does not write are refused (callers check before creating a table, too)."""
+    if not record_key_fields:
+        raise UnsupportedTableError(
+            f"{INDEX_TYPE}=BUCKET needs record key fields to hash; the table's keys are generated"
+        )
     engine = props.get(BUCKET_ENGINE, "SIMPLE").strip().upper()
     if engine != "SIMPLE":
         raise UnsupportedTableError(

@@ -321,7 +321,7 @@ class HoodieWriter:
         view: Any,
         timeline: ActiveTimeline,
     ) -> list[Bucket]:
-        bucketed = self._bucket_layout(view, operation)
+        bucketed = self._bucket_layout(view, operation, prepared)
         if bucketed is not None:
             return bucketed.plan(prepared, operation)
         mor = self.table.config.is_mor
@@ -412,7 +412,7 @@ class HoodieWriter:
     def _plan_overwrite(
         self, prepared: PreparedInput, view: Any, operation: WriteOperation
     ) -> tuple[list[Bucket], dict[str, list[str]]]:
-        bucketed = self._bucket_layout(view, operation)
+        bucketed = self._bucket_layout(view, operation, prepared)
         partitions = prepared.partitions.to_pylist()
         targets = (
             set(view.partitions()) if operation is WriteOperation.INSERT_OVERWRITE_TABLE else set(partitions)
@@ -435,9 +435,12 @@ class HoodieWriter:
                 buckets.append(Bucket("create", p, new_file_id(), None, rows[start : start + per_file]))
         return buckets, replaced
 
-    def _bucket_layout(self, view: Any, operation: WriteOperation) -> BucketLayout | None:
+    def _bucket_layout(
+        self, view: Any, operation: WriteOperation, prepared: PreparedInput
+    ) -> BucketLayout | None:
         """The simple bucket index's routing for this write (refusals raise before anything is written)."""
-        layout = BucketLayout.resolve(self.table, self.write_props, view, operation)
+        partitions = prepared.partition_values()
+        layout = BucketLayout.resolve(self.table, self.write_props, view, operation, partitions)
         self._bucketed = layout is not None
         return layout
 

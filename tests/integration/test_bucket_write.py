@@ -20,6 +20,7 @@ from hoodie.errors import InvalidInputError, UnsupportedTableError, WriteConflic
 from hoodie.index.bucket import bucket_id_from_file_id, is_bucket_file_id
 from hoodie.read.reader import TableReader
 from hoodie.table import HoodieTable
+from hoodie.write.bucket_planner import check_bucket_options
 from hoodie.write.create import create_table
 from hoodie.write.writer import HoodieWriter
 from service.cli import main
@@ -209,6 +210,9 @@ def test_writing_a_bucket_table_without_its_options_is_refused(tmp_path: Path, t
             with pytest.raises(UnsupportedTableError) as e:
                 getattr(writer, op)(rows(range(3), 9))
             assert some_id in str(e.value) and "hoodie.index.type=BUCKET" in str(e.value)
+            with pytest.raises(UnsupportedTableError) as e:  # a partition the table does not have yet
+                getattr(writer, op)(rows([5], 9, partitions=8))
+            assert some_id in str(e.value) and "hoodie.index.type=BUCKET" in str(e.value)
             assert "hoodie.bucket.index.num.buckets" in str(e.value)
     assert file_hashes(path) == before
 
@@ -355,3 +359,34 @@ def test_cli_refuses_bad_bucket_options_before_creating_the_table(
         assert main(args) == 2
         assert message in capsys.readouterr().err
         assert not table.exists()
+
+
+def test_nbcc_file_ids_are_appended_to_and_new_buckets_refused(tmp_path: Path) -> None:
+    """A table whose file groups have Flink's fixed NBCC ids: updates go to the logs of those file
+    groups; a bucket without one would need a log-only file group, which hts refuses to start."""
+    path = tmp_path / "t"
+    table = new_table(path, metadata_table=False)
+    HoodieWriter(table, write_props=OPTIONS).insert(rows(range(40), 1))
+    for s in slices(path):  # the ids Flink's NBCC writer gives these buckets
+        fixed = f"{bucket_id_from_file_id(s.file_id):08d}-0000-0000-0000-000000000000-0"
+        for f in (path / s.partition_path).iterdir():
+            if f.name.startswith(s.file_id):
+                f.rename(f.with_name(f.name.replace(s.file_id, fixed)))
+    assert all(s.file_id.endswith("-0000-0000-0000-000000000000-0") for s in slices(path))
+    result = HoodieWriter(HoodieTable.open(str(path)), write_props=OPTIONS).upsert(rows(range(10), 2))
+    assert all(".log." in (s.path or "") and s.file_id.endswith("000000000000-0") for s in result.write_stats)
+    expected = {f"k{i}": f"v{i}@{2 if i < 10 else 1}" for i in range(40)}
+    assert snapshot(path) == expected
+    before = file_hashes(path)
+    with pytest.raises(UnsupportedTableError, match="NBCC bucket file ids: insert_overwrite"):
+        HoodieWriter(HoodieTable.open(str(path)), write_props=OPTIONS).insert_overwrite(rows([1], 3))
+    with pytest.raises(
+        UnsupportedTableError, match="log-only file group 0000000[0-3]-0000-0000-0000-000000000000-0"
+    ):
+        HoodieWriter(HoodieTable.open(str(path)), write_props=OPTIONS).upsert(rows([7], 3, partitions=9))
+    assert file_hashes(path) == before
+
+
+def test_bucket_index_needs_record_key_fields() -> None:
+    with pytest.raises(UnsupportedTableError, match="needs record key fields"):
+        check_bucket_options(OPTIONS, [])
