@@ -146,6 +146,11 @@ class BucketLayout:
             )
         if self.nbcc:
             evidence = f"{CONCURRENCY_MODE}={NBCC}" if mode == NBCC else "NBCC bucket file ids"
+            if self.table.table_version < 8:  # CommonClientUtils.validateTableVersion
+                raise UnsupportedTableError(
+                    f"{where}: {evidence}: non-blocking concurrency control needs table version 8 or "
+                    f"later, the table is version {self.table.table_version}"
+                )
             if self.table.config.table_type is not TableType.MERGE_ON_READ:
                 raise UnsupportedTableError(
                     f"{where}: {evidence}: non-blocking concurrency control requires a MERGE_ON_READ table"

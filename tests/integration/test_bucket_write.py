@@ -233,6 +233,12 @@ def test_unsupported_operations_and_shapes_are_refused(tmp_path: Path) -> None:
     with pytest.raises(UnsupportedTableError, match="CONSISTENT_HASHING"):
         HoodieWriter(table, write_props=engine).upsert(rows([1], 2))
     nbcc = {**OPTIONS, "hoodie.write.concurrency.mode": "NON_BLOCKING_CONCURRENCY_CONTROL"}
+    cow = new_table(tmp_path / "cow", table_type=TableType.COPY_ON_WRITE)
+    with pytest.raises(UnsupportedTableError, match="requires a MERGE_ON_READ table"):
+        HoodieWriter(cow, write_props=nbcc).upsert(rows([1], 2))
+    six = new_table(tmp_path / "six", version=TableVersion.SIX)
+    with pytest.raises(UnsupportedTableError, match="needs table version 8 or later, the table is version 6"):
+        HoodieWriter(six, write_props=nbcc).upsert(rows([1], 2))
     with pytest.raises(UnsupportedTableError, match="insert_overwrite is not supported with non-blocking"):
         HoodieWriter(table, write_props=nbcc).insert_overwrite(rows([1], 2))
     with pytest.raises(UnsupportedTableError, match="log-only file group 000000"):
