@@ -1,4 +1,4 @@
-"""Bucket-index file ids (Hudi's ``BucketIdentifier``).
+"""Hudi's simple bucket index: file ids and the hash that picks a record's bucket (``BucketIdentifier``).
 
 A simple bucket index names each file group after its bucket: the first 8 characters of a new
 file id prefix (a UUID) are replaced by the bucket number as 8 decimal digits
@@ -10,6 +10,14 @@ concurrency control writes one fixed id per bucket (``newBucketFileIdForNBCC``):
 None of the bucket settings is persisted in ``hoodie.properties``; a table is recognised as a
 bucket table only from its file ids (a random UUID starts with 8 decimal digits about 2.3% of the
 time, so every file group must have the form before the table counts as one).
+
+A record's bucket hashes values taken from its record key (:func:`bucket_ids`). How they are
+taken changed in Hudi 1.0.0 (HUDI-8403, ``KeyGenUtils.extractRecordKeysByFields`` reading values
+up to the last ``,`` before the next ``:``, and hashing keys without ``,`` or without ``:`` whole);
+Hudi 0.13-0.15 split at every ``,`` (:func:`legacy_hash_keys`). Whether every 0.14/0.15 build
+hashes a key without ``:`` whole or split at its commas is UNCONFIRMED (the 0.14 source was not
+available to read), so both readings are kept and a writer treats keys on which they differ as
+undecidable.
 """
 
 from __future__ import annotations
