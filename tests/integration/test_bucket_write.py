@@ -396,3 +396,25 @@ def test_nbcc_file_ids_are_appended_to_and_new_buckets_refused(tmp_path: Path) -
 def test_bucket_index_needs_record_key_fields() -> None:
     with pytest.raises(UnsupportedTableError, match="needs record key fields"):
         check_bucket_options(OPTIONS, [])
+
+
+def test_compaction_keeps_bucket_file_ids_and_writes_go_on(tmp_path: Path, spark: Any) -> None:
+    """Compaction rewrites a slice under its own file id, so a MERGE_ON_READ bucket table stays
+    one it can write to with the same options."""
+    from hoodie.services.base import LocalRunner, ServiceContext
+    from hoodie.services.compaction import CompactionPolicy, execute_compaction, schedule_compaction
+
+    path = _bucket_table(tmp_path)
+    HoodieWriter(HoodieTable.open(str(path)), write_props=OPTIONS).upsert(rows(range(20), 2))
+    before = {(s.partition_path, s.file_id) for s in slices(path)}
+    ctx = ServiceContext(HoodieTable.open(str(path)))
+    scheduled = schedule_compaction(ctx, CompactionPolicy())
+    assert scheduled is not None and scheduled.instant_time is not None
+    execute_compaction(ctx, scheduled.instant_time, LocalRunner())
+    assert {(s.partition_path, s.file_id) for s in slices(path)} == before
+    assert all(not s.log_files for s in slices(path))
+    HoodieWriter(HoodieTable.open(str(path)), write_props=OPTIONS).upsert(rows(range(10, 30), 3))
+    assert_bucket_layout(path, spark)
+    expected = {f"k{i}": f"v{i}@{3 if 10 <= i < 30 else 2 if i < 10 else 1}" for i in range(40)}
+    assert snapshot(path) == expected
+    assert hudi_rs_values(path) == expected
