@@ -18,9 +18,10 @@ partition's file groups. The operations are ``HoodieSimpleBucketLayout.SUPPORTED
 Refused before anything is written, naming the evidence: a bucket table written without the
 bucket options, a bucket count below a bucket present, two file groups of one bucket in a
 partition, file groups without the bucket form, the consistent-hashing engine or its metadata,
-the partition-level bucket index (1.1), and under non-blocking concurrency control a bucket
-without a file group (Hudi starts it as a log-only file group, which hts does not write) or an
-insert_overwrite.
+the partition-level bucket index (1.1), and an insert_overwrite under non-blocking concurrency
+control. Under NBCC (``hoodie.write.concurrency.mode=NON_BLOCKING_CONCURRENCY_CONTROL`` or the
+table's fixed NBCC file ids) a bucket without a file group is started as the log-only file group
+of its fixed id ``{bucket:08d}-0000-0000-0000-000000000000-0``, as Hudi does.
 """
 
 from __future__ import annotations
@@ -196,30 +197,33 @@ class BucketLayout:
         buckets = self.buckets_of(prepared)
         partitions = prepared.partitions.to_pylist()
         planned: dict[tuple[str, int], Bucket] = {}
+        started: set[tuple[str, int]] = set()  # file groups this write starts
         for i, (partition, bucket) in enumerate(zip(partitions, buckets.tolist(), strict=True)):
             delete = operation is WriteOperation.DELETE or bool(prepared.is_delete[i])
-            target = planned.get((partition, bucket))
-            existing = self.groups.get(partition, {}).get(bucket)
+            key = (partition, bucket)
+            target = planned.get(key)
             if target is None:
-                if existing is None:
-                    if delete:
-                        continue  # deletes without a location are dropped (HoodieIndexUtils tagging)
-                    if self.nbcc:
-                        raise UnsupportedTableError(
-                            f"{self.table.base_path}: bucket {bucket} of partition "
-                            f"{partition or '<root>'} has no file group; under non-blocking concurrency "
-                            f"control Hudi starts it as the log-only file group "
-                            f"{nbcc_bucket_file_id(bucket)}, which hts does not write"
-                        )
-                    target = Bucket("create", partition, new_bucket_file_id(bucket))
-                else:
+                existing = self.groups.get(partition, {}).get(bucket)
+                if existing is not None:
                     kind = "append" if mor else "merge"
                     concat = operation is WriteOperation.INSERT and not mor
                     target = Bucket(kind, partition, existing.file_id, existing, concat=concat)
-                planned[(partition, bucket)] = target
-            if target.kind == "create":
-                if not delete:
+                elif delete:
+                    continue  # deletes without a location are dropped (HoodieIndexUtils tagging)
+                elif self.nbcc:
+                    # SparkBucketIndexPartitioner: under NBCC a new bucket is an update of its fixed
+                    # file id, written to a log (a log-only file group, no base file).
+                    fixed = nbcc_bucket_file_id(bucket)
+                    target = Bucket("append", partition, fixed, FileSlice(partition, fixed, ""))
+                    started.add(key)
+                else:
+                    target = Bucket("create", partition, new_bucket_file_id(bucket))
+                    started.add(key)
+                planned[key] = target
+            if key in started:
+                if not delete:  # a delete has no location in a file group this write starts
                     target.rows.append(i)
+                    target.inserts.append(i)
             elif operation is WriteOperation.DELETE or (mor and delete):
                 target.deletes.append(i)
             else:

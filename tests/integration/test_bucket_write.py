@@ -27,6 +27,7 @@ from service.cli import main
 from tests.tables import new_table, rows
 
 BUCKETS = 4
+NBCC_TAIL = "-0000-0000-0000-000000000000-0"
 OPTIONS = {"hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": str(BUCKETS)}
 TYPES = [TableType.COPY_ON_WRITE, TableType.MERGE_ON_READ]
 
@@ -241,8 +242,6 @@ def test_unsupported_operations_and_shapes_are_refused(tmp_path: Path) -> None:
         HoodieWriter(six, write_props=nbcc).upsert(rows([1], 2))
     with pytest.raises(UnsupportedTableError, match="insert_overwrite is not supported with non-blocking"):
         HoodieWriter(table, write_props=nbcc).insert_overwrite(rows([1], 2))
-    with pytest.raises(UnsupportedTableError, match="log-only file group 000000"):
-        HoodieWriter(table, write_props=nbcc).upsert(rows([3, 4, 5], 2, partitions=6))  # new p3..p5
     assert file_hashes(path) == before
     for folder in ("consistent_hashing_metadata", "partition_bucket_index_meta"):
         (path / ".hoodie" / ".bucket_index" / folder).mkdir(parents=True)
@@ -367,9 +366,9 @@ def test_cli_refuses_bad_bucket_options_before_creating_the_table(
         assert not table.exists()
 
 
-def test_nbcc_file_ids_are_appended_to_and_new_buckets_refused(tmp_path: Path) -> None:
+def test_nbcc_file_ids_are_appended_to_and_new_buckets_start_log_only(tmp_path: Path, spark: Any) -> None:
     """A table whose file groups have Flink's fixed NBCC ids: updates go to the logs of those file
-    groups; a bucket without one would need a log-only file group, which hts refuses to start."""
+    groups, and a bucket without one starts as the log-only file group of its fixed id."""
     path = tmp_path / "t"
     table = new_table(path, metadata_table=False)
     HoodieWriter(table, write_props=OPTIONS).insert(rows(range(40), 1))
@@ -378,19 +377,52 @@ def test_nbcc_file_ids_are_appended_to_and_new_buckets_refused(tmp_path: Path) -
         for f in (path / s.partition_path).iterdir():
             if f.name.startswith(s.file_id):
                 f.rename(f.with_name(f.name.replace(s.file_id, fixed)))
-    assert all(s.file_id.endswith("-0000-0000-0000-000000000000-0") for s in slices(path))
+    assert all(s.file_id.endswith(NBCC_TAIL) for s in slices(path))
     result = HoodieWriter(HoodieTable.open(str(path)), write_props=OPTIONS).upsert(rows(range(10), 2))
-    assert all(".log." in (s.path or "") and s.file_id.endswith("000000000000-0") for s in result.write_stats)
-    expected = {f"k{i}": f"v{i}@{2 if i < 10 else 1}" for i in range(40)}
-    assert snapshot(path) == expected
+    assert all(".log." in (s.path or "") and s.file_id.endswith(NBCC_TAIL) for s in result.write_stats)
     before = file_hashes(path)
     with pytest.raises(UnsupportedTableError, match="NBCC bucket file ids: insert_overwrite"):
         HoodieWriter(HoodieTable.open(str(path)), write_props=OPTIONS).insert_overwrite(rows([1], 3))
-    with pytest.raises(
-        UnsupportedTableError, match="log-only file group 0000000[0-3]-0000-0000-0000-000000000000-0"
-    ):
-        HoodieWriter(HoodieTable.open(str(path)), write_props=OPTIONS).upsert(rows([7], 3, partitions=9))
     assert file_hashes(path) == before
+
+    new = HoodieWriter(HoodieTable.open(str(path)), write_props=OPTIONS).upsert(
+        rows(range(40, 52), 3, partitions=6)
+    )
+    started = [s for s in slices(path) if s.partition_path in ("p3", "p4", "p5")]
+    assert started and all(s.base_file is None and s.file_id.endswith(NBCC_TAIL) for s in started)
+    starts = [st for st in new.write_stats if st.partition_path in ("p3", "p4", "p5")]
+    assert starts and all(st.prev_commit == new.instant.requested_time for st in starts)
+    assert_bucket_layout(path, spark)
+    expected = {f"k{i}": f"v{i}@{2 if i < 10 else 3 if i >= 40 else 1}" for i in range(52)}
+    assert snapshot(path) == expected
+    _compact(path)  # hudi-rs 0.5 skips log-only file groups; after compaction it reads them all
+    assert snapshot(path) == expected
+    assert hudi_rs_values(path) == expected
+
+
+def test_nbcc_mode_on_a_new_table_writes_log_only_file_groups(tmp_path: Path, spark: Any) -> None:
+    path = tmp_path / "t"
+    nbcc = {**OPTIONS, "hoodie.write.concurrency.mode": "NON_BLOCKING_CONCURRENCY_CONTROL"}
+    writer = HoodieWriter(new_table(path), write_props=nbcc)
+    writer.insert(rows(range(30), 1))
+    writer.upsert(rows(range(20, 40), 2))
+    writer.delete(rows(range(5), 3).select(["id", "p"]))
+    groups = slices(path)
+    assert groups and all(s.base_file is None and s.file_id.endswith(NBCC_TAIL) for s in groups)
+    assert_bucket_layout(path, spark)
+    expected = {f"k{i}": f"v{i}@{2 if i >= 20 else 1}" for i in range(5, 40)}
+    assert snapshot(path) == expected
+    _compact(path)  # hudi-rs 0.5 skips log-only file groups; after compaction it reads them all
+    assert {(s.partition_path, s.file_id) for s in slices(path)} == {
+        (s.partition_path, s.file_id) for s in groups
+    }
+    assert all(s.base_file is not None for s in slices(path))
+    assert snapshot(path) == expected
+    assert hudi_rs_values(path) == expected
+    writer.upsert(rows(range(35, 45), 4))
+    expected |= {f"k{i}": f"v{i}@4" for i in range(35, 45)}
+    assert_bucket_layout(path, spark)
+    assert snapshot(path) == expected
 
 
 def test_bucket_index_needs_record_key_fields() -> None:
@@ -398,19 +430,23 @@ def test_bucket_index_needs_record_key_fields() -> None:
         check_bucket_options(OPTIONS, [])
 
 
-def test_compaction_keeps_bucket_file_ids_and_writes_go_on(tmp_path: Path, spark: Any) -> None:
-    """Compaction rewrites a slice under its own file id, so a MERGE_ON_READ bucket table stays
-    one it can write to with the same options."""
+def _compact(path: Path) -> None:
     from hoodie.services.base import LocalRunner, ServiceContext
     from hoodie.services.compaction import CompactionPolicy, execute_compaction, schedule_compaction
 
-    path = _bucket_table(tmp_path)
-    HoodieWriter(HoodieTable.open(str(path)), write_props=OPTIONS).upsert(rows(range(20), 2))
-    before = {(s.partition_path, s.file_id) for s in slices(path)}
     ctx = ServiceContext(HoodieTable.open(str(path)))
     scheduled = schedule_compaction(ctx, CompactionPolicy())
     assert scheduled is not None and scheduled.instant_time is not None
     execute_compaction(ctx, scheduled.instant_time, LocalRunner())
+
+
+def test_compaction_keeps_bucket_file_ids_and_writes_go_on(tmp_path: Path, spark: Any) -> None:
+    """Compaction rewrites a slice under its own file id, so a MERGE_ON_READ bucket table stays
+    one it can write to with the same options."""
+    path = _bucket_table(tmp_path)
+    HoodieWriter(HoodieTable.open(str(path)), write_props=OPTIONS).upsert(rows(range(20), 2))
+    before = {(s.partition_path, s.file_id) for s in slices(path)}
+    _compact(path)
     assert {(s.partition_path, s.file_id) for s in slices(path)} == before
     assert all(not s.log_files for s in slices(path))
     HoodieWriter(HoodieTable.open(str(path)), write_props=OPTIONS).upsert(rows(range(10, 30), 3))
