@@ -181,8 +181,14 @@ class BucketLayout:
             if ":" not in key and "," not in key:
                 continue
             current = hash_keys(key, self.hash_fields)
+            if any(v is None or v == "" for v in current):
+                raise UnsupportedTableError(
+                    f"{self.table.base_path}: record key {key!r} has a null or empty hash field on this "
+                    "version-6 bucket table; whether Hudi 0.14/0.15 hash its placeholder like Hudi 1.x "
+                    "is unconfirmed, so hts does not place it"
+                )
             for legacy in legacy_hash_keys(key, self.hash_fields):
-                if legacy != current or any(v is None or v == "" for v in current):
+                if legacy != current:
                     raise UnsupportedTableError(
                         f"{self.table.base_path}: record key {key!r}: Hudi 0.14/0.15 and Hudi 1.x hash it "
                         f"differently ({legacy} vs {current}) on this version-6 bucket table; "

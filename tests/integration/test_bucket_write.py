@@ -291,6 +291,20 @@ def test_version_6_refuses_keys_hudi_releases_bucket_differently(tmp_path: Path)
         HoodieWriter(six, write_props=OPTIONS).insert(data)
     assert not list((tmp_path / "six").glob("a/*"))
     HoodieWriter(six, write_props=OPTIONS).insert(rows(range(5), 1))  # plain keys agree everywhere
+    complex_six = create_table(
+        str(tmp_path / "complex_six"),
+        table_name="t",
+        table_type=TableType.MERGE_ON_READ,
+        schema=schema,
+        record_key_fields=["id", "v"],
+        partition_fields=["p"],
+        ordering_fields=["ts"],
+        table_version=TableVersion.SIX,
+    )
+    writer = HoodieWriter(complex_six, write_props=OPTIONS)
+    writer.insert(pa.Table.from_pylist([{"id": "a", "ts": 1, "v": "x", "p": "a"}], schema=schema))  # agree
+    with pytest.raises(UnsupportedTableError, match="null or empty hash field on this version-6"):
+        writer.insert(pa.Table.from_pylist([{"id": "b", "ts": 1, "v": None, "p": "a"}], schema=schema))
     eight = new_table(tmp_path / "eight", version=TableVersion.EIGHT)
     HoodieWriter(eight, write_props=OPTIONS).insert(data)  # Hudi 1.0+ only: hashed whole
     assert snapshot(tmp_path / "eight") == {"2024-01-01 10:00:00": "x"}
