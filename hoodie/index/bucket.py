@@ -203,35 +203,43 @@ def bucket_ids(record_keys: Sequence[str], fields: Sequence[str], num_buckets: i
     """The bucket of every record key (``BucketIdentifier.getBucketId(recordKey, fields, n)``)."""
     if num_buckets <= 0:
         raise ValueError(f"the number of buckets must be positive, got {num_buckets}")
+    parsed = [i for i, k in enumerate(record_keys) if "," in k and ":" in k]  # complex keys
+    whole = record_keys if not parsed else [k for k in record_keys if "," not in k or ":" not in k]
+    list_hashes = np.uint32(31) + _string_hashes(whole)  # List.hashCode of [key]
+    buckets = (list_hashes & np.uint32(_INT_MAX)).astype(np.int64) % num_buckets
+    if not parsed:
+        return buckets
     out = np.empty(len(record_keys), dtype=np.int64)
-    whole = [i for i, k in enumerate(record_keys) if "," not in k or ":" not in k]
-    if whole:
-        hashes = _string_hashes([record_keys[i] for i in whole])
-        list_hashes = (np.uint32(31) + hashes).astype(np.uint32)  # List.hashCode of [key]
-        out[whole] = (list_hashes & np.uint32(_INT_MAX)).astype(np.int64) % num_buckets
-    if len(whole) < len(record_keys):
-        taken = set(whole)
-        for i, key in enumerate(record_keys):
-            if i not in taken:
-                out[i] = bucket_of_hash_keys(hash_keys(key, fields), num_buckets)
+    mask = np.ones(len(record_keys), dtype=bool)
+    mask[parsed] = False
+    out[mask] = buckets
+    for i in parsed:
+        out[i] = bucket_of_hash_keys(hash_keys(record_keys[i], fields), num_buckets)
     return out
 
 
 def _string_hashes(texts: Sequence[str]) -> npt.NDArray[np.uint32]:
-    """``String.hashCode`` of many strings at once, as unsigned 32-bit values."""
-    encoded = [t.encode("utf-16-le") for t in texts]
-    lengths = np.fromiter((len(b) // 2 for b in encoded), dtype=np.int64, count=len(encoded))
-    units = np.frombuffer(b"".join(encoded), dtype="<u2").astype(np.uint32)
+    """``String.hashCode`` of many strings at once, as unsigned 32-bit values.
+
+    Horner's rule (``h = 31 * h + unit``) column by column over the strings of one length at a
+    time; uint32 arithmetic wraps as Java's int does.
+    """
+    units = np.frombuffer("".join(texts).encode("utf-16-le"), dtype="<u2")
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    if units.size != int(lengths.sum()):  # characters outside the BMP take two code units
+        utf16 = (len(t.encode("utf-16-le")) // 2 for t in texts)
+        lengths = np.fromiter(utf16, dtype=np.int64, count=len(texts))
+    starts = np.cumsum(lengths) - lengths
+    order = np.argsort(lengths, kind="stable")
+    sorted_lengths = lengths[order]
+    bounds = (np.flatnonzero(np.diff(sorted_lengths)) + 1).tolist()
     hashes = np.zeros(len(texts), dtype=np.uint32)
-    if units.size == 0:
-        return hashes
-    powers = np.ones(int(lengths.max()), dtype=np.uint32)
-    if powers.size > 1:
-        powers[1:] = np.cumprod(np.full(powers.size - 1, 31, dtype=np.uint32), dtype=np.uint32)
-    ends = np.cumsum(lengths)
-    owner = np.repeat(np.arange(len(texts)), lengths)
-    exponents = ends[owner] - 1 - np.arange(units.size)
-    terms = units * powers[exponents]
-    nonempty = np.flatnonzero(lengths)
-    hashes[nonempty] = np.add.reduceat(terms, (ends - lengths)[nonempty], dtype=np.uint32)
+    for first, end in zip([0, *bounds], [*bounds, len(texts)], strict=True):
+        width = int(sorted_lengths[first]) if end > first else 0
+        members = order[first:end]
+        block = units[starts[members][:, None] + np.arange(width)].astype(np.uint32)
+        h = np.zeros(len(members), dtype=np.uint32)
+        for column in range(width):
+            h = h * np.uint32(31) + block[:, column]
+        hashes[members] = h
     return hashes

@@ -148,3 +148,17 @@ def test_java_split_drops_trailing_empty_parts() -> None:
 def test_bucket_count_must_be_positive() -> None:
     with pytest.raises(ValueError, match="positive"):
         bucket_ids(["a"], ["id"], 0)
+
+
+def test_many_keys_at_once_hash_as_one_by_one() -> None:
+    """The vectorized path (keys grouped by UTF-16 length) equals ``String.hashCode`` key by key."""
+    rnd = random.Random(7)
+    planes = [(32, 126), (0xA0, 0x7FF), (0x4E00, 0x9FFF), (0x10000, 0x10FFFF)]
+    keys = [
+        "".join(chr(rnd.randint(*rnd.choice(planes))) for _ in range(rnd.randint(1, 40))) for _ in range(2000)
+    ]
+    keys = [k.replace(",", ";") for k in keys]  # keys hashed whole (no ',' and ':' together)
+    ascii_only = [f"key-{i}" for i in range(500)]
+    for batch in (keys, ascii_only):
+        got = bucket_ids(batch, ["id"], 1 << 20).tolist()
+        assert got == [((java_list_hash([k]) & 0x7FFFFFFF) % (1 << 20)) for k in batch]
