@@ -69,8 +69,8 @@ SUPPORTED_OPERATIONS = frozenset(
 )
 
 
-def _options_hint(num_buckets: int | str = "<N>") -> str:
-    return f"--option {INDEX_TYPE}=BUCKET --option {NUM_BUCKETS}={num_buckets}"
+def _options_hint() -> str:
+    return f"--option {INDEX_TYPE}=BUCKET --option {NUM_BUCKETS}=N"
 
 
 @dataclass(frozen=True)
@@ -271,11 +271,13 @@ def _refuse_if_bucket_table(
     """A write without the bucket options to a table whose every file group has a bucket file id
     is refused; listing stops at the first file group without one (most tables: the first)."""
     count = 0
+    top = -1
     first: FileSlice | None = None
     for _, found in _slices_by_partition(view, partitions):
         if any(not is_bucket_file_id(s.file_id) for s in found):
             return
         count += len(found)
+        top = max([top, *(bucket_id_from_file_id(s.file_id) for s in found)])
         first = first or (found[0] if found else None)
     if first is None:
         return
@@ -284,8 +286,8 @@ def _refuse_if_bucket_table(
         f"{table.base_path}: simple bucket index table (file group "
         f"{first.partition_path or '<root>'}/{first.file_id} and all {count} live "
         f"file groups have bucket file ids){told}; Hudi does not persist the bucket settings, "
-        f"so every writer must be given them: {_options_hint()} "
-        f"[--option {HASH_FIELD}=FIELDS], as the table's other writers are"
+        f"so every writer must be given them: {_options_hint()} (N > {top}, the highest bucket "
+        f"present) [--option {HASH_FIELD}=FIELDS], as the table's other writers are"
     )
 
 
