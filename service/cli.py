@@ -26,6 +26,7 @@ from hoodie.config.table_config import RecordMergeMode, TableType, TableVersion
 from hoodie.errors import HoodieError
 from hoodie.read.reader import TableReader
 from hoodie.table import HoodieTable
+from hoodie.write.bucket_planner import check_bucket_options
 from hoodie.write.create import create_table
 from hoodie.write.options import LogBlockFormat, WriteOperation, WriteOptions
 from hoodie.write.writer import HoodieWriter
@@ -88,6 +89,8 @@ def cmd_write(args: argparse.Namespace) -> int:
     if args.create:
         if not args.record_key:
             raise UsageError("--create needs --record-key COLS")
+        if hudi_options.get("hoodie.index.type", "").strip().upper() == "BUCKET":
+            check_bucket_options(hudi_options, _split(args.record_key))  # before the table exists
         name = args.table_name or Path(args.table.rstrip("/")).name
         create_table(
             args.table,

@@ -324,7 +324,7 @@ def append_to_log(
     return _write_stat(
         file_id=file_slice.file_id,
         path=join(partition, log.name),
-        prev_commit=file_slice.base_instant_time,
+        prev_commit=file_slice.base_instant_time or ctx.instant_time,  # a log-only group starts here
         num_writes=data_rows + n_deletes,
         num_deletes=n_deletes,
         num_update_writes=data_rows,

@@ -49,6 +49,7 @@ from hoodie.timeline.timeline import ActiveTimeline
 from hoodie.transaction.heartbeat import Heartbeat, HeartbeatConfig
 from hoodie.transaction.lock import InProcessLockProvider, LockProvider, locked
 from hoodie.transaction.time_generator import TimeSource, WaitBasedTimeGenerator
+from hoodie.write.bucket_planner import BucketLayout, same_buckets
 from hoodie.write.handles import WriteContext, append_to_log, create_base_file, merge_into_base
 from hoodie.write.index import tag_keys
 from hoodie.write.input import PreparedInput, dedupe, prepare_input
@@ -126,6 +127,7 @@ class HoodieWriter:
         self.lock = lock or InProcessLockProvider(table.base_path)
         self.time_source = time_source or WaitBasedTimeGenerator(self.lock, table.tz)
         self.write_props = write_props or {}
+        self._bucketed = False  # whether the current write routes by bucket (set while planning)
 
     # -- public operations --------------------------------------------------------------------
     def insert(self, data: pa.Table) -> WriteResult:
@@ -319,6 +321,9 @@ class HoodieWriter:
         view: Any,
         timeline: ActiveTimeline,
     ) -> list[Bucket]:
+        bucketed = self._bucket_layout(view, operation, prepared)
+        if bucketed is not None:
+            return bucketed.plan(prepared, operation)
         mor = self.table.config.is_mor
         buckets: dict[str, Bucket] = {}
         inserts: dict[str, list[int]] = {}
@@ -407,6 +412,7 @@ class HoodieWriter:
     def _plan_overwrite(
         self, prepared: PreparedInput, view: Any, operation: WriteOperation
     ) -> tuple[list[Bucket], dict[str, list[str]]]:
+        bucketed = self._bucket_layout(view, operation, prepared)
         partitions = prepared.partitions.to_pylist()
         targets = (
             set(view.partitions()) if operation is WriteOperation.INSERT_OVERWRITE_TABLE else set(partitions)
@@ -416,6 +422,8 @@ class HoodieWriter:
             ids = [s.file_id for s in view.latest_file_slices([p])]
             if ids:
                 replaced[p] = ids
+        if bucketed is not None:
+            return bucketed.plan_overwrite(prepared), replaced
         per_file = self._records_per_new_file(self.options.record_size_estimate)
         by_partition: dict[str, list[int]] = {}
         for i, p in enumerate(partitions):
@@ -426,6 +434,15 @@ class HoodieWriter:
             for start in range(0, len(rows), per_file):
                 buckets.append(Bucket("create", p, new_file_id(), None, rows[start : start + per_file]))
         return buckets, replaced
+
+    def _bucket_layout(
+        self, view: Any, operation: WriteOperation, prepared: PreparedInput
+    ) -> BucketLayout | None:
+        """The simple bucket index's routing for this write (refusals raise before anything is written)."""
+        partitions = prepared.partition_values()
+        layout = BucketLayout.resolve(self.table, self.write_props, view, operation, partitions)
+        self._bucketed = layout is not None
+        return layout
 
     def _check_pending_clustering(self, buckets: list[Bucket], timeline: ActiveTimeline) -> None:
         pending = self.table.pending_clustering_file_groups(timeline)
@@ -617,6 +634,8 @@ class HoodieWriter:
             if isinstance(meta, ReplaceCommitMetadata):
                 theirs |= {FileGroupId(p, f) for p, f in meta.replaced_file_ids()}
             clash = theirs & touched
+            if not clash and self._bucketed:
+                clash = same_buckets(theirs, touched)  # two writers may not start one bucket twice
             if clash:
                 raise WriteConflictError(
                     f"concurrent commit {instant} wrote file group(s) {sorted(str(g) for g in clash)[:5]} "
