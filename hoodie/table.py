@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from hoodie.config.table_config import METAFOLDER, TableConfig, TableKeys, read_table_properties
 from hoodie.errors import MalformedPlanError, SchemaError, TableNotFoundError, TimelineError
@@ -26,6 +27,9 @@ from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.instant_time import timezone_of
 from hoodie.timeline.layout import TablePaths
 from hoodie.timeline.timeline import ActiveTimeline
+
+if TYPE_CHECKING:
+    from hoodie.shape.table_shape import TableShape
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +54,7 @@ class HoodieTable:
         self._guard = threading.Lock()
         self._archived_completion: CompletionTimeLookup | None = None
         self._index_definitions: dict[str, Any] | None = None
+        self._shapes: dict[tuple[tuple[str, str], ...], tuple[tuple[Any, ...], TableShape]] = {}
 
     # -- opening ------------------------------------------------------------------------------
     @classmethod
@@ -76,7 +81,28 @@ class HoodieTable:
             props, source=join(meta, "hoodie.properties"), metadata_table=self.is_metadata_table
         )
         self._index_definitions = None  # an index created or dropped changes both
+        self._shapes.clear()
         return self.config
+
+    def shape(self, options: Mapping[str, str] | None = None) -> TableShape:
+        """The table's shape (:mod:`hoodie.shape`) from storage and the declared ``options``.
+
+        Cached while the timeline and ``hoodie.properties`` are unchanged: every artefact a shape
+        is recognised by changes with a commit (or a properties update, see :meth:`reload_config`).
+        """
+        from hoodie.shape.table_shape import BUCKET_ENGINE_KEY, INDEX_TYPE_KEYS, detect
+
+        relevant = (*INDEX_TYPE_KEYS, BUCKET_ENGINE_KEY)
+        key = tuple(sorted((k, v) for k, v in (options or {}).items() if k in relevant))
+        timeline = self.timeline
+        signature = tuple((i.requested_time, i.action.value, i.state.value) for i in timeline)
+        cached = self._shapes.get(key)
+        if cached is not None and cached[0] == signature:
+            return cached[1]
+        shape = detect(self, options or {})
+        with self._guard:
+            self._shapes[key] = (signature, shape)
+        return shape
 
     @property
     def is_metadata_table(self) -> bool:

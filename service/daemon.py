@@ -25,7 +25,7 @@ from typing import Any
 
 from apscheduler.schedulers.background import BackgroundScheduler
 
-from hoodie.errors import HoodieError, InvalidInputError, UnsupportedTableError
+from hoodie.errors import HoodieError, InvalidInputError, UnsupportedShapeError, UnsupportedTableError
 from hoodie.transaction.heartbeat import HeartbeatConfig
 from service.errors import BadRequest, Conflict, NotFound
 from service.executor import Executor, Outcome, SparkHolder
@@ -272,9 +272,12 @@ class Daemon:
             del self.gave_up[key]
         if entry.paused:
             return
+        refused = self.refused(entry)
         for p in entry.watch.pending:
             key = (entry.id, p.instant.requested_time)
             if not p.runnable or key in self.gave_up or self.queue.find(key) is not None:
+                continue
+            if p.service in refused:  # the table's shape refuses it: shown in GET /v1/tables/{id}
                 continue
             why = "abandoned attempt" if p.abandoned else f"requested {p.age_s:.0f} s ago"
             self.submit(
@@ -286,10 +289,22 @@ class Daemon:
         if leads:
             self._policies(entry)
 
+    def refused(self, entry: TableEntry) -> dict[str, str]:
+        """Service -> why the table's shape (``hoodie.shape``) refuses it; never scheduled or executed."""
+        if entry.table is None:
+            return {}
+        try:
+            return entry.table.shape(entry.config.options).refused()
+        except (HoodieError, OSError, ValueError) as e:  # cannot tell: refuse every service, say why
+            from hoodie.shape.matrix import SERVICE_OPERATIONS
+
+            return dict.fromkeys(SERVICE_OPERATIONS, f"the table's shape could not be computed: {e}")
+
     def _policies(self, entry: TableEntry) -> None:
         now = time.monotonic()
+        refused = self.refused(entry)
         for service, policy in entry.config.policies.items():
-            if not policy.enabled:
+            if not policy.enabled or service in refused:
                 continue
             key = (entry.id, service)
             if now < self._policy_due.get(key, 0.0):
@@ -521,6 +536,11 @@ class Daemon:
             raise Conflict(f"table {table_id} is paused; resume it first")
         if service == "indexing" and instant is None:
             _check_index_request(entry, options or {})
+        try:
+            assert entry.table is not None
+            entry.table.shape(entry.options(options)).check(service)
+        except UnsupportedShapeError as e:
+            raise Conflict(str(e)) from e
         if instant is not None:
             self.gave_up.pop((table_id, instant), None)
         kind = "run" if service in RUN_NOW else "trigger"

@@ -147,6 +147,7 @@ class HoodieWriter:
         """Run one write operation; returns the committed instant and its write stats."""
         table = self.table
         timeline = table.reload()
+        table.shape(self.write_props).check("write", operation.value)  # before anything is written
         schema_json = table.latest_schema_json()
         if schema_json is None:
             raise HoodieError(f"{table.base_path}: the table has no schema; create it with a schema first")
