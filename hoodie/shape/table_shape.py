@@ -166,11 +166,12 @@ def _file_id_features(table: HoodieTable) -> list[ShapeFeature]:
             Shape.SIMPLE_BUCKET, f"all {len(ids)} file group ids have the bucket form, e.g. {example}"
         )
     ]
-    if all(is_nbcc_bucket_file_id(f) for _, f in ids):
-        out.append(
+    if all(is_nbcc_bucket_file_id(f) for _, f in ids):  # named first: the more specific shape
+        out.insert(
+            0,
             ShapeFeature(
                 Shape.NBCC, f"all {len(ids)} file group ids have the fixed NBCC form, e.g. {example}"
-            )
+            ),
         )
     return out
 

@@ -1,0 +1,429 @@
+"""The shape matrix over the census: each shape built as Hudi's writers leave it on storage, then every
+operation through the CLI. A refused one exits non-zero naming the shape and leaves every file of
+the table (outside hts's own ``.hoodie/.aux/hts/`` and heartbeats) byte-identical; a handled one
+still works.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from hoodie.config.table_config import TableType, TableVersion, update_table_properties
+from hoodie.errors import UnsupportedShapeError, UnsupportedTableError
+from hoodie.index.bucket import bucket_id_str, nbcc_bucket_file_id
+from hoodie.io.fileio import LocalFileIO
+from hoodie.shape.matrix import MATRIX, OPEN_REFUSED, OPERATIONS, WRITE_OPERATIONS, Shape, cell
+from hoodie.shape.table_shape import TableShape
+from hoodie.table import HoodieTable
+from hoodie.write.writer import HoodieWriter
+from service.cli import main
+from tests.tables import new_table, rows
+
+SERVICES_RUN = ("compaction", "logcompaction", "clustering", "clean", "archival")
+"""Services the matrix test runs end to end when handled (the others need an instant or an index named)."""
+
+
+def table_hash(path: Path) -> dict[str, str]:
+    """sha256 of every file of the table, except hts's own ``.hoodie/.aux/hts/`` and heartbeats."""
+    out = {}
+    for p in sorted(path.rglob("*")):
+        rel = p.relative_to(path).as_posix()
+        if not p.is_file() or rel.startswith((".hoodie/.aux/hts/", ".hoodie/.heartbeat/")):
+            continue
+        out[rel] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+
+def base_table(path: Path, *, version: TableVersion = TableVersion.SIX) -> Path:
+    """A MERGE_ON_READ table without a metadata table: inserts, then upserts that leave log files."""
+    writer = HoodieWriter(new_table(path, version=version, metadata_table=False))
+    writer.insert(rows(range(12), 1))
+    writer.upsert(rows(range(0, 12, 2), 2))
+    return path
+
+
+def _file_ids(path: Path) -> list[str]:
+    table = HoodieTable.open(str(path))
+    return sorted({s.file_id for s in table.file_system_view().latest_file_slices()})
+
+
+def rename_file_ids(path: Path, new_id: Callable[[int, str], str]) -> list[str]:
+    """Give every file group the id ``new_id(n, old)`` (same length) everywhere Hudi names it: data
+    and log file names and the timeline's plans and commit metadata (table version 6: JSON)."""
+    mapping = {old: new_id(n, old) for n, old in enumerate(_file_ids(path))}
+    assert all(len(a) == len(b) for a, b in mapping.items())
+    for p in sorted(path.rglob("*"), key=lambda q: len(q.parts), reverse=True):
+        if not p.is_file():
+            continue
+        if ".hoodie" in p.relative_to(path).parts:
+            data = p.read_bytes()
+            for old, new in mapping.items():
+                data = data.replace(old.encode(), new.encode())
+            p.write_bytes(data)
+            continue
+        name = p.name
+        for old, new in mapping.items():
+            name = name.replace(old, new)
+        if name != p.name:
+            p.rename(p.with_name(name))
+    return list(mapping.values())
+
+
+def _bucket(n: int, old: str) -> str:
+    return bucket_id_str(n) + old[8:]
+
+
+def set_props(path: Path, **props: str) -> None:
+    table = HoodieTable.open(str(path))
+    update_table_properties(
+        table.fileio, table.paths.meta, {k.replace("__", "."): v for k, v in props.items()}
+    )
+
+
+def _write_props(path: Path, updates: dict[str, str]) -> None:
+    """Set keys in ``hoodie.properties`` without opening the table (it may refuse to open)."""
+    update_table_properties(LocalFileIO(), str(path / ".hoodie"), updates)
+
+
+# -- the census, as Hudi's writers leave each shape on storage -------------------------------------
+
+
+def cdc(path: Path) -> None:  # HoodieTableConfig.CDC_ENABLED / CDC_SUPPLEMENTAL_LOGGING_MODE
+    _write_props(
+        path,
+        {
+            "hoodie.table.cdc.enabled": "true",
+            "hoodie.table.cdc.supplemental.logging.mode": "DATA_BEFORE_AFTER",
+        },
+    )
+
+
+def simple_bucket(path: Path) -> None:  # BucketIdentifier.newBucketFileIdPrefix
+    rename_file_ids(path, _bucket)
+
+
+def nbcc(path: Path) -> None:  # BucketIdentifier.newBucketFileIdForNBCC
+    rename_file_ids(path, lambda n, _old: nbcc_bucket_file_id(n))
+
+
+def consistent_hashing(path: Path) -> None:
+    """``HoodieConsistentHashingMetadata`` JSON per partition, nodes naming the file id prefixes."""
+    table = HoodieTable.open(str(path))
+    by_partition: dict[str, list[str]] = {}
+    for s in table.file_system_view().latest_file_slices():
+        by_partition.setdefault(s.partition_path, []).append(s.file_id.rsplit("-", 1)[0])
+    for partition, prefixes in by_partition.items():
+        folder = path / ".hoodie" / ".bucket_index" / "consistent_hashing_metadata" / partition
+        folder.mkdir(parents=True)
+        step = 0x7FFFFFFF // len(prefixes)
+        nodes = [
+            {
+                "value": 0x7FFFFFFF if i == len(prefixes) - 1 else step * (i + 1),
+                "fileIdPrefix": p,
+                "tag": "NORMAL",
+            }
+            for i, p in enumerate(sorted(prefixes))
+        ]
+        meta = {
+            "version": 0,
+            "partitionPath": partition,
+            "instant": "00000000000000",
+            "numBuckets": len(prefixes),
+            "seqNo": 0,
+            "nodes": nodes,
+        }
+        (folder / "00000000000000.hashing_meta").write_text(json.dumps(meta, indent=2))
+
+
+def partition_bucket(path: Path) -> None:
+    """Bucket file ids plus ``PartitionBucketIndexHashingConfig``'s initial ``.hashing_config``."""
+    rename_file_ids(path, _bucket)
+    folder = path / ".hoodie" / ".bucket_index" / "partition_bucket_index_meta" / "configs"
+    folder.mkdir(parents=True)
+    config = {
+        "expressions": "p0,4",
+        "defaultBucketNumber": 12,
+        "rule": "regex",
+        "version": 1,
+        "instant": "00000000000000000",
+    }
+    (folder / "00000000000000000.hashing_config").write_text(json.dumps(config, indent=2))
+
+
+def schema_on_read(path: Path) -> None:
+    """``FileBasedInternalSchemaStorageManager``'s ``.hoodie/.schema/<instant>.schemacommit``."""
+    table = HoodieTable.open(str(path))
+    last = table.timeline.completed().writes().last()
+    assert last is not None
+    folder = (
+        path / ".hoodie" / ".schema"
+    )  # Hudi creates the folder with every table; commits come with evolution
+    folder.mkdir(exist_ok=True)
+    fields = [
+        {"id": i, "name": name, "optional": True, "type": kind}
+        for i, (name, kind) in enumerate([("id", "string"), ("ts", "long"), ("v", "string"), ("p", "string")])
+    ]
+    history = {
+        "schemas": [
+            {"max_column_id": 3, "version_id": int(last.requested_time), "type": "record", "fields": fields}
+        ]
+    }
+    (folder / f"{last.requested_time}.schemacommit").write_text(json.dumps(history))
+
+
+def expression_index(path: Path) -> None:
+    """An expression index registered in the index definitions, as ``CREATE INDEX ... USING
+    column_stats(func(col))`` leaves it."""
+    folder = path / ".hoodie" / ".index_defs"
+    folder.mkdir()
+    defs = {
+        "indexDefinitions": {
+            "expr_index_day": {
+                "indexName": "expr_index_day",
+                "indexType": "column_stats",
+                "indexFunction": "from_unixtime",
+                "sourceFields": ["ts"],
+                "indexOptions": {"format": "yyyy-MM-dd"},
+                "version": "V1",
+            }
+        }
+    }
+    (folder / "index.json").write_text(json.dumps(defs))
+    _write_props(path, {"hoodie.table.index.defs.path": ".hoodie/.index_defs/index.json"})
+
+
+def open_refused(updates: dict[str, str]) -> Callable[[Path], None]:
+    def build(path: Path) -> None:
+        _write_props(path, updates)
+
+    return build
+
+
+@dataclass(frozen=True)
+class Case:
+    shape: Shape
+    build: Callable[[Path], None]
+    options: dict[str, str] = field(default_factory=dict)
+    evidence: str = ""
+
+
+CASES = [
+    Case(Shape.CDC, cdc, evidence="hoodie.table.cdc.enabled=true"),
+    Case(Shape.SIMPLE_BUCKET, simple_bucket, evidence="bucket form"),
+    Case(Shape.NBCC, nbcc, evidence="NBCC form"),
+    Case(Shape.CONSISTENT_HASHING, consistent_hashing, evidence=".hashing_meta"),
+    Case(Shape.PARTITION_BUCKET, partition_bucket, evidence=".hashing_config"),
+    Case(
+        Shape.FLINK_STATE,
+        lambda _p: None,
+        {"hoodie.index.type": "FLINK_STATE"},
+        "hoodie.index.type=FLINK_STATE",
+    ),
+    Case(Shape.SCHEMA_ON_READ, schema_on_read, evidence=".schemacommit"),
+    Case(Shape.EXPRESSION_INDEX, expression_index, evidence="expr_index_day"),
+    Case(
+        Shape.BOOTSTRAP,
+        open_refused({"hoodie.bootstrap.base.path": "/src"}),
+        evidence="hoodie.bootstrap.base.path=/src",
+    ),
+    Case(
+        Shape.TABLE_FORMAT,
+        open_refused({"hoodie.table.format": "iceberg"}),
+        evidence="hoodie.table.format=iceberg",
+    ),
+    Case(
+        Shape.BASE_FILE_FORMAT, open_refused({"hoodie.table.base.file.format": "ORC"}), evidence="format=ORC"
+    ),
+    Case(
+        Shape.MULTIPLE_BASE_FILE_FORMATS,
+        open_refused({"hoodie.table.multiple.base.file.formats.enable": "true"}),
+        evidence="formats.enable=true",
+    ),
+    Case(
+        Shape.DROP_PARTITION_COLUMNS,
+        open_refused({"hoodie.datasource.write.drop.partition.columns": "true"}),
+        evidence="drop.partition.columns=true",
+    ),
+    Case(
+        Shape.VIRTUAL_KEYS_KEYGEN,
+        open_refused(
+            {
+                "hoodie.populate.meta.fields": "false",
+                "hoodie.table.keygenerator.class": "org.apache.hudi.keygen.CustomKeyGenerator",
+            }
+        ),
+        evidence="CustomKeyGenerator",
+    ),
+    Case(
+        Shape.TABLE_VERSION, open_refused({"hoodie.table.version": "10"}), evidence="hoodie.table.version=10"
+    ),
+    Case(
+        Shape.LOG_FILE_FORMAT, open_refused({"hoodie.table.log.file.format": "PARQUET"}), evidence="PARQUET"
+    ),
+]
+
+
+def _invocations(op: str, path: Path, tmp: Path, options: dict[str, str]) -> list[list[str]]:
+    opts = [a for k, v in options.items() for a in ("--option", f"{k}={v}")]
+    if op == "read":
+        return [["read", str(path), "--out", str(tmp / "out.parquet")]]
+    if op == "write":
+        data = tmp / "in.parquet"
+        pq.write_table(rows(range(6, 18), 3), data)
+        return [
+            ["write", str(path), "--input", str(data), "--operation", w, *opts]
+            for w in ("upsert", "bulk_insert", "delete")
+        ]
+    return [["run", op, str(path), "--spark-master", "in-process", *opts]]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.shape.name.lower() for c in CASES])
+def test_shape_matrix(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = base_table(tmp_path / "t")
+    case.build(path)
+    if case.shape not in OPEN_REFUSED:
+        shape = HoodieTable.open(str(path)).shape(case.options)
+        found = shape.feature(case.shape)
+        assert found is not None and case.evidence in found.evidence, shape.features
+    for op in ("read", "write", *SERVICES_RUN, "indexing", "rollback", "restore", "savepoint"):
+        for argv in _invocations(op, path, tmp_path, case.options):
+            write_op = argv[argv.index("--operation") + 1] if op == "write" else None
+            refused = cell(case.shape, op, write_op)
+            if refused is None and (op not in ("read", "write", *SERVICES_RUN)):
+                continue  # handled; needs an instant or an index named to run (their own tests)
+            before = table_hash(path)
+            code = main(argv)
+            err = capsys.readouterr().err
+            if refused is not None:
+                assert code != 0, (op, write_op)
+                assert case.shape.value in err and case.evidence in err and "refused" in err, err
+                assert table_hash(path) == before, (op, write_op)
+            else:
+                assert code == 0, (op, write_op, err)
+
+
+def test_every_shape_of_the_census_is_in_the_matrix_and_tested() -> None:
+    tested = {c.shape for c in CASES}
+    informational = {s for s, row in MATRIX.items() if not row}
+    # Shapes handled everywhere are shown in TableShape but need no refusal test; NBCC's bucket rules
+    # are the simple bucket's.
+    assert set(Shape) - informational <= tested
+
+
+# -- detection ------------------------------------------------------------------------------------
+
+
+def test_one_non_bucket_file_id_makes_a_table_not_a_bucket_table(tmp_path: Path) -> None:
+    """A random UUID starts with 8 digits ~2.3% of the time: every file group must have the form."""
+    path = base_table(tmp_path / "t")
+    ids = _file_ids(path)
+    # All but the last file group get bucket ids; the last keeps its random UUID unless it happens to
+    # start with 8 decimal digits, in which case it gets letters there.
+    rename_file_ids(path, lambda n, old: _bucket(n, old) if n < len(ids) - 1 else "abcdefgh" + old[8:])
+    shape = HoodieTable.open(str(path)).shape()
+    assert not shape.has(Shape.SIMPLE_BUCKET)
+    assert shape.refusal("clustering") is None
+
+
+def test_a_uuid_that_happens_to_start_with_eight_digits_counts_only_with_the_others(tmp_path: Path) -> None:
+    path = base_table(tmp_path / "t")
+    rename_file_ids(path, _bucket)
+    shape = HoodieTable.open(str(path)).shape()
+    assert shape.has(Shape.SIMPLE_BUCKET) and not shape.has(Shape.NBCC)
+    error = shape.refusal("clustering")
+    assert isinstance(error, UnsupportedShapeError) and isinstance(error, UnsupportedTableError)
+    assert "simple bucket index" in str(error) and "bucket form" in str(error)
+
+
+def test_latest_schema_in_commit_metadata_marks_schema_on_read(tmp_path: Path) -> None:
+    path = base_table(tmp_path / "t")
+    table = HoodieTable.open(str(path))
+    last = table.timeline.completed().writes().last()
+    assert last is not None
+    completed = next((path / ".hoodie").glob(f"{last.requested_time}.deltacommit"))
+    meta = json.loads(completed.read_text())
+    meta["extraMetadata"]["latest_schema"] = '{"max_column_id":3,"version_id":1,"type":"record","fields":[]}'
+    completed.write_text(json.dumps(meta))
+    shape = HoodieTable.open(str(path)).shape()
+    assert shape.has(Shape.SCHEMA_ON_READ)
+    with pytest.raises(
+        UnsupportedShapeError, match=f"latest_schema in the extra metadata of {last.requested_time}"
+    ):
+        shape.check("compaction")
+
+
+def test_declared_index_options(tmp_path: Path) -> None:
+    path = base_table(tmp_path / "t")
+    table = HoodieTable.open(str(path))
+    assert table.shape().refusal("clustering") is None
+    flink = table.shape({"hoodie.index.type": "flink_state"})
+    assert flink.has(Shape.FLINK_STATE) and flink.refusal("compaction") is None
+    assert "Flink-state index" in str(flink.refusal("clustering"))
+    consistent = table.shape(
+        {"hoodie.index.type": "BUCKET", "hoodie.index.bucket.engine": "CONSISTENT_HASHING"}
+    )
+    assert consistent.has(Shape.CONSISTENT_HASHING)
+    bucket = TableShape.declared("t", {"hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": "4"})
+    assert bucket.has(Shape.SIMPLE_BUCKET) and bucket.refusal("write", "insert") is not None
+
+
+def test_cli_create_with_a_declared_bucket_index_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "in.parquet"
+    pq.write_table(rows(range(4), 1), data)
+    target = tmp_path / "t"
+    argv = [
+        "write",
+        str(target),
+        "--input",
+        str(data),
+        "--operation",
+        "insert",
+        "--create",
+        "--record-key",
+        "id",
+    ]
+    code = main(
+        [*argv, "--option", "hoodie.index.type=BUCKET", "--option", "hoodie.bucket.index.num.buckets=4"]
+    )
+    assert code != 0 and "simple bucket index" in capsys.readouterr().err
+    assert not target.exists()
+
+
+def test_the_shape_is_cached_until_the_timeline_changes(tmp_path: Path) -> None:
+    path = base_table(tmp_path / "t", version=TableVersion.EIGHT)
+    table = HoodieTable.open(str(path))
+    first = table.shape()
+    assert table.shape() is first
+    table.reload()
+    assert table.shape() is first  # nothing changed
+    HoodieWriter(HoodieTable.open(str(path))).upsert(rows(range(2), 5))
+    table.reload()
+    assert table.shape() is not first
+
+
+def test_cow_cdc_bulk_insert_is_handled(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    HoodieWriter(new_table(path, table_type=TableType.COPY_ON_WRITE, metadata_table=False)).insert(
+        rows(range(4), 1)
+    )
+    cdc(path)
+    table = HoodieTable.open(str(path))
+    with pytest.raises(UnsupportedShapeError, match="CDC table"):
+        HoodieWriter(table).upsert(rows(range(2), 2))
+    result = HoodieWriter(HoodieTable.open(str(path))).bulk_insert(rows(range(10, 12), 2))
+    assert result.num_inserts == 2
+
+
+def test_matrix_lists_every_operation_for_open_refused_shapes() -> None:
+    for shape in OPEN_REFUSED:
+        assert set(MATRIX[shape]) == set(OPERATIONS)
+        assert all(cell(shape, "write", w) is not None for w in WRITE_OPERATIONS)
