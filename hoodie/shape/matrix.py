@@ -232,3 +232,28 @@ def summary(shape: Shape, operation: str) -> str:
         if narrowed:
             return f"refused ({', '.join(narrowed)})"
     return "handled"
+
+
+README_COLUMNS = (
+    READ,
+    WRITE,
+    "compaction",
+    "logcompaction",
+    "clustering",
+    "clean",
+    "archival",
+    "indexing",
+    "rollback",
+    "restore",
+    "savepoint",
+)
+
+
+def markdown_table() -> str:
+    """The matrix as the README shows it (a test keeps the README equal to this)."""
+    header = ["shape", *(c.replace("logcompaction", "log compaction") for c in README_COLUMNS)]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for shape in Shape:
+        cells = [summary(shape, op) for op in README_COLUMNS]
+        lines.append("| " + " | ".join([shape.value, *cells]) + " |")
+    return "\n".join(lines)

@@ -19,7 +19,15 @@ from hoodie.config.table_config import TableType, TableVersion, update_table_pro
 from hoodie.errors import UnsupportedShapeError, UnsupportedTableError
 from hoodie.index.bucket import bucket_id_str, nbcc_bucket_file_id
 from hoodie.io.fileio import LocalFileIO
-from hoodie.shape.matrix import MATRIX, OPEN_REFUSED, OPERATIONS, WRITE_OPERATIONS, Shape, cell
+from hoodie.shape.matrix import (
+    MATRIX,
+    OPEN_REFUSED,
+    OPERATIONS,
+    WRITE_OPERATIONS,
+    Shape,
+    cell,
+    markdown_table,
+)
 from hoodie.shape.table_shape import TableShape
 from hoodie.table import HoodieTable
 from hoodie.write.writer import HoodieWriter
@@ -427,3 +435,10 @@ def test_matrix_lists_every_operation_for_open_refused_shapes() -> None:
     for shape in OPEN_REFUSED:
         assert set(MATRIX[shape]) == set(OPERATIONS)
         assert all(cell(shape, "write", w) is not None for w in WRITE_OPERATIONS)
+
+
+def test_the_readme_matrix_is_the_modules_matrix() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    start = readme.index("<!-- shape-matrix:start")
+    body = readme[readme.index("\n", start) + 1 : readme.index("<!-- shape-matrix:end -->")]
+    assert body.strip() == markdown_table()
