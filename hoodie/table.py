@@ -90,10 +90,9 @@ class HoodieTable:
         Cached while the timeline and ``hoodie.properties`` are unchanged: every artefact a shape
         is recognised by changes with a commit (or a properties update, see :meth:`reload_config`).
         """
-        from hoodie.shape.table_shape import BUCKET_ENGINE_KEY, INDEX_TYPE_KEYS, detect
+        from hoodie.shape.table_shape import DECLARED_KEYS, detect
 
-        relevant = (*INDEX_TYPE_KEYS, BUCKET_ENGINE_KEY)
-        key = tuple(sorted((k, v) for k, v in (options or {}).items() if k in relevant))
+        key = tuple(sorted((k, v) for k, v in (options or {}).items() if k in DECLARED_KEYS))
         timeline = self.timeline
         signature = tuple((i.requested_time, i.action.value, i.state.value) for i in timeline)
         cached = self._shapes.get(key)

@@ -534,13 +534,13 @@ class Daemon:
             raise Conflict(f"table {table_id} cannot be served now: {entry.error or 'not opened yet'}")
         if entry.paused or self.queue.paused:
             raise Conflict(f"table {table_id} is paused; resume it first")
-        if service == "indexing" and instant is None:
-            _check_index_request(entry, options or {})
         try:
             assert entry.table is not None
             entry.table.shape(entry.options(options)).check(service)
         except UnsupportedShapeError as e:
             raise Conflict(str(e)) from e
+        if service == "indexing" and instant is None:
+            _check_index_request(entry, options or {})
         if instant is not None:
             self.gave_up.pop((table_id, instant), None)
         kind = "run" if service in RUN_NOW else "trigger"

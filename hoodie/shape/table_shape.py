@@ -40,6 +40,9 @@ SCHEMA_FOLDER = ".schema"  # FileBasedInternalSchemaStorageManager.SCHEMA_NAME
 SCHEMA_COMMIT_SUFFIX = ".schemacommit"  # FileBasedInternalSchemaStorageManager.SCHEMA_COMMIT_ACTION
 LATEST_SCHEMA_KEY = "latest_schema"  # SerDeHelper.LATEST_SCHEMA
 EXPRESSION_INDEX_PREFIXES = ("expr_index_", "func_index_")  # HoodieTableMetadataUtil (func_ before 1.0)
+EXPRESSION_INDEX_ENABLE_KEY = "hoodie.metadata.index.expression.enable"  # HoodieMetadataConfig
+DECLARED_KEYS = (*INDEX_TYPE_KEYS, BUCKET_ENGINE_KEY, EXPRESSION_INDEX_ENABLE_KEY)
+"""The options a shape may be declared with (everything else in the options is ignored here)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +111,13 @@ class TableShape:
 
 
 def _declared_index(options: Mapping[str, str]) -> list[ShapeFeature]:
+    if (options.get(EXPRESSION_INDEX_ENABLE_KEY) or "").strip().lower() == "true":
+        evidence = f"{EXPRESSION_INDEX_ENABLE_KEY}=true (declared)"
+        return [ShapeFeature(Shape.EXPRESSION_INDEX, evidence), *_declared_index_type(options)]
+    return _declared_index_type(options)
+
+
+def _declared_index_type(options: Mapping[str, str]) -> list[ShapeFeature]:
     for key in INDEX_TYPE_KEYS:
         value = (options.get(key) or "").strip().upper()
         if not value:
