@@ -98,7 +98,7 @@ class HoodieTable:
         cached = self._shapes.get(key)
         if cached is not None and cached[0] == signature:
             return cached[1]
-        shape = detect(self, options or {})
+        shape = detect(self, options or {}, cached[1] if cached is not None else None)
         with self._guard:
             self._shapes[key] = (signature, shape)
         return shape

@@ -12,11 +12,12 @@ in the daemon's settings), with Hudi's own keys. No data file is read and no log
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from hoodie.config.table_config import TableKeys
 from hoodie.errors import UnsupportedShapeError
+from hoodie.file_group.file_slice import FileGroupId
 from hoodie.index.bucket import is_bucket_file_id, is_nbcc_bucket_file_id
 from hoodie.io.fileio import join
 from hoodie.shape.matrix import SERVICE_OPERATIONS, WRITE, Shape, cell
@@ -59,6 +60,10 @@ class TableShape:
 
     where: str
     features: tuple[ShapeFeature, ...] = ()
+    not_bucket_witness: FileGroupId | None = field(default=None, compare=False, repr=False)
+    """A latest file group whose id lacks the bucket form: while it stays (not replaced, nothing
+    rolled back or restored since) the table is no bucket table, without listing it again."""
+    last_undo: str | None = field(default=None, compare=False, repr=False)
 
     def feature(self, shape: Shape) -> ShapeFeature | None:
         return next((f for f in self.features if f.shape is shape), None)
@@ -163,12 +168,14 @@ def _bucket_features(table: HoodieTable) -> list[ShapeFeature]:
     return out
 
 
-def _file_id_features(table: HoodieTable) -> list[ShapeFeature]:
-    """Simple bucket (and NBCC) tables, from the ids of the latest file groups: all must have the form."""
+def _file_id_features(table: HoodieTable) -> tuple[list[ShapeFeature], FileGroupId | None]:
+    """Simple bucket (and NBCC) tables, from the ids of the latest file groups: all must have the
+    form. Also returns a file group without it (the witness that the table is no bucket table)."""
     slices = table.file_system_view(timeline=table.timeline).latest_file_slices()
     ids = sorted({(s.partition_path, s.file_id) for s in slices})
-    if not ids or not all(is_bucket_file_id(fid) for _, fid in ids):
-        return []
+    witness = next((FileGroupId(p, f) for p, f in ids if not is_bucket_file_id(f)), None)
+    if not ids or witness is not None:
+        return [], witness
     partition, fid = ids[0]
     example = f"{partition}/{fid}" if partition else fid
     out = [
@@ -183,7 +190,12 @@ def _file_id_features(table: HoodieTable) -> list[ShapeFeature]:
                 Shape.NBCC, f"all {len(ids)} file group ids have the fixed NBCC form, e.g. {example}"
             ),
         )
-    return out
+    return out, None
+
+
+def _last_undo(table: HoodieTable) -> str | None:
+    undo = table.timeline.completed().actions(Action.ROLLBACK, Action.RESTORE).last()
+    return undo.requested_time if undo is not None else None
 
 
 def _schema_on_read(table: HoodieTable) -> ShapeFeature | None:
@@ -207,16 +219,17 @@ def _expression_index(table: HoodieTable) -> ShapeFeature | None:
         if any(p.startswith(EXPRESSION_INDEX_PREFIXES) for p in partitions):
             return ShapeFeature(Shape.EXPRESSION_INDEX, f"{key}={','.join(partitions)}")
     for name, definition in table.index_definitions().items():
-        kind = str((definition or {}).get("indexType") or "") if isinstance(definition, dict) else ""
-        if name.startswith(EXPRESSION_INDEX_PREFIXES) or kind.startswith(EXPRESSION_INDEX_PREFIXES[0][:-1]):
+        kind = str(definition.get("indexType") or "") if isinstance(definition, dict) else ""
+        if name.startswith(EXPRESSION_INDEX_PREFIXES) or kind in ("expr_index", "func_index"):
             return ShapeFeature(
                 Shape.EXPRESSION_INDEX, f"{config.get(TableKeys.INDEX_DEFS_PATH)}: index {name!r}"
             )
     return None
 
 
-def detect(table: HoodieTable, options: Mapping[str, str]) -> TableShape:
-    """Compute ``table``'s shape from storage and the declared ``options``."""
+def detect(table: HoodieTable, options: Mapping[str, str], previous: TableShape | None = None) -> TableShape:
+    """Compute ``table``'s shape from storage and the declared ``options``; ``previous`` (the shape
+    before the timeline changed) spares listing the file groups of a table known to be no bucket table."""
     config = table.config
     if table.is_metadata_table:
         return TableShape(table.base_path)
@@ -227,8 +240,17 @@ def detect(table: HoodieTable, options: Mapping[str, str]) -> TableShape:
         features.append(ShapeFeature(Shape.CDC, f"{TableKeys.CDC_ENABLED.key}=true{extra}"))
     stored = _bucket_features(table)
     features += stored
-    if not any(f.shape is Shape.CONSISTENT_HASHING for f in stored):
-        features += _file_id_features(table)
+    last_undo = _last_undo(table)
+    witness = previous.not_bucket_witness if previous is not None else None
+    if (
+        witness is None
+        or previous is None
+        or previous.last_undo != last_undo
+        or witness in table.replaced_file_groups(table.timeline)
+    ):
+        by_file_id, witness = _file_id_features(table)
+        if not any(f.shape is Shape.CONSISTENT_HASHING for f in stored):
+            features += by_file_id
     known = {f.shape for f in features}
     features += [f for f in _declared_index(options) if f.shape not in known]
     for found in (_schema_on_read(table), _expression_index(table)):
@@ -264,4 +286,4 @@ def detect(table: HoodieTable, options: Mapping[str, str]) -> TableShape:
     if log_compactions:
         first = log_compactions.instants[0].requested_time
         features.append(ShapeFeature(Shape.LOG_COMPACTED, f"{first}.logcompaction"))
-    return TableShape(table.base_path, tuple(features))
+    return TableShape(table.base_path, tuple(features), witness, last_undo)

@@ -30,6 +30,8 @@ from hoodie.shape.matrix import (
 )
 from hoodie.shape.table_shape import TableShape
 from hoodie.table import HoodieTable
+from hoodie.timeline.instant import Action
+from hoodie.write.options import WriteOperation
 from hoodie.write.writer import HoodieWriter
 from service.cli import main
 from tests.tables import new_table, rows
@@ -442,3 +444,73 @@ def test_the_readme_matrix_is_the_modules_matrix() -> None:
     start = readme.index("<!-- shape-matrix:start")
     body = readme[readme.index("\n", start) + 1 : readme.index("<!-- shape-matrix:end -->")]
     assert body.strip() == markdown_table()
+
+
+def test_cdc_clean_removes_cdc_logs_with_their_slice(tmp_path: Path) -> None:
+    """``CleanPlanner``: with CDC on, clean the log files whatever the table type; a COW table's CDC
+    log (``.<fileId>_<commit>.log.1_<token>.cdc``, ``HoodieCDCLogger``) goes with its slice."""
+    path = tmp_path / "t"
+    writer = HoodieWriter(new_table(path, table_type=TableType.COPY_ON_WRITE, metadata_table=False))
+    writer.insert(rows(range(6), 1))
+    commits = [writer.upsert(rows(range(6), ts)).instant.requested_time for ts in (2, 3, 4)]
+    cdc(path)
+    cdc_logs = {}
+    for slice_ in HoodieTable.open(str(path)).file_system_view().all_file_slices():
+        if slice_.base_instant_time in commits and slice_.base_file is not None:
+            name = f".{slice_.file_id}_{slice_.base_instant_time}.log.1_0-1-0.cdc"
+            (path / slice_.partition_path / name).write_bytes(b"#HUDI#")
+            cdc_logs[slice_.base_instant_time, slice_.partition_path] = name
+    assert {ts for ts, _ in cdc_logs} == set(commits)
+    code = main(
+        [
+            "run",
+            "clean",
+            str(path),
+            "--spark-master",
+            "in-process",
+            "--option",
+            "hoodie.clean.commits.retained=1",
+        ]
+    )
+    assert code == 0
+    for (ts, partition), name in cdc_logs.items():
+        base_left = any(p.name.endswith(f"_{ts}.parquet") for p in (path / partition).iterdir())
+        assert (path / partition / name).exists() == base_left, (ts, name)
+    assert any(not (path / p / n).exists() for (_, p), n in cdc_logs.items())
+
+
+def test_cdc_clustering_and_log_compaction_commit_operation_types_cdc_readers_skip(tmp_path: Path) -> None:
+    """``HoodieCDCExtractor`` keeps only ``WriteOperationType.yieldChanges`` commits: CLUSTER and
+    LOG_COMPACT are skipped, so these services need no CDC log."""
+    path = base_table(tmp_path / "t", version=TableVersion.EIGHT)
+    HoodieWriter(HoodieTable.open(str(path))).upsert(rows(range(1, 12, 2), 3))
+    cdc(path)
+    options = ["--spark-master", "in-process", "--option", "hoodie.log.compaction.blocks.threshold=1"]
+    assert main(["run", "logcompaction", str(path), *options]) == 0
+    assert main(["run", "clustering", str(path), "--spark-master", "in-process"]) == 0
+    table = HoodieTable.open(str(path))
+    timeline = table.reload()
+    operations = {
+        i.action.value: table.commit_metadata(i).operation_type
+        for i in timeline.completed()
+        if i.action in (Action.REPLACE_COMMIT, Action.DELTA_COMMIT)
+        and table.commit_metadata(i).operation_type in ("CLUSTER", "LOG_COMPACT")
+    }
+    assert operations == {"replacecommit": "CLUSTER", "deltacommit": "LOG_COMPACT"}
+
+
+def test_a_non_bucket_verdict_is_kept_until_its_witness_file_group_is_replaced(tmp_path: Path) -> None:
+    path = base_table(tmp_path / "t", version=TableVersion.EIGHT)
+    table = HoodieTable.open(str(path))
+    first = table.shape()
+    witness = first.not_bucket_witness
+    assert witness is not None and not first.has(Shape.SIMPLE_BUCKET)
+    HoodieWriter(HoodieTable.open(str(path))).upsert(rows(range(3), 7))
+    table.reload()
+    second = table.shape()
+    assert second is not first and second.not_bucket_witness == witness
+    HoodieWriter(HoodieTable.open(str(path))).write(rows(range(3), 8), WriteOperation.INSERT_OVERWRITE_TABLE)
+    table.reload()
+    third = table.shape()
+    assert third.not_bucket_witness is not None and third.not_bucket_witness != witness
+    assert third.not_bucket_witness in {s.group_id for s in table.file_system_view().latest_file_slices()}
