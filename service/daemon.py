@@ -26,6 +26,7 @@ from typing import Any
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from hoodie.errors import HoodieError, InvalidInputError, UnsupportedShapeError, UnsupportedTableError
+from hoodie.shape.matrix import SERVICE_OPERATIONS
 from hoodie.transaction.heartbeat import HeartbeatConfig
 from service.errors import BadRequest, Conflict, NotFound
 from service.executor import Executor, Outcome, SparkHolder
@@ -291,13 +292,13 @@ class Daemon:
 
     def refused(self, entry: TableEntry) -> dict[str, str]:
         """Service -> why the table's shape (``hoodie.shape``) refuses it; never scheduled or executed."""
-        if entry.table is None:
+        if entry.table is None:  # a shape refused on open refuses every service
+            if entry.error is not None and entry.error_kind == UnsupportedShapeError.__name__:
+                return dict.fromkeys(SERVICE_OPERATIONS, entry.error)
             return {}
         try:
             return entry.table.shape(entry.config.options).refused()
         except (HoodieError, OSError, ValueError) as e:  # cannot tell: refuse every service, say why
-            from hoodie.shape.matrix import SERVICE_OPERATIONS
-
             return dict.fromkeys(SERVICE_OPERATIONS, f"the table's shape could not be computed: {e}")
 
     def _policies(self, entry: TableEntry) -> None:

@@ -21,9 +21,10 @@ def _compaction_done(path: Path, instant: str) -> bool:
 
 def test_refused_services_are_shown_and_never_run_while_other_tables_are_served(tmp_path: Path) -> None:
     tables = tmp_path / "tables"
-    orders, cdc, flink = tables / "orders", tables / "cdc", tables / "flink"
-    for path in (orders, cdc, flink):
+    orders, cdc, flink, boot = tables / "orders", tables / "cdc", tables / "flink", tables / "boot"
+    for path in (orders, cdc, flink, boot):
         mor_table(path, upserts=2)
+    update_table_properties(LocalFileIO(), str(boot / ".hoodie"), {"hoodie.bootstrap.base.path": "/src"})
     # A Hudi writer of a CDC table scheduled a compaction: hts's compaction does not write CDC logs yet.
     update_table_properties(LocalFileIO(), str(cdc / ".hoodie"), {"hoodie.table.cdc.enabled": "true"})
     cdc_pending = request_compaction(cdc)
@@ -54,6 +55,9 @@ def test_refused_services_are_shown_and_never_run_while_other_tables_are_served(
             in flink_detail["refused"]["clustering"]
         )
         assert client.get("/v1/tables/orders").json()["refused"] == {}
+        boot_refused = client.get("/v1/tables/boot").json()["refused"]
+        assert set(boot_refused) >= {"compaction", "clustering", "clean", "archival"}
+        assert all("bootstrapped table (hoodie.bootstrap.base.path=/src)" in r for r in boot_refused.values())
         trigger = client.post("/v1/tables/cdc/compaction", json={})
         assert trigger.status_code == 409 and "CDC table" in trigger.json()["error"]
         time.sleep(1.0)  # several watch ticks and policy intervals pass
