@@ -84,11 +84,14 @@ class HoodieTable:
         self._shapes.clear()
         return self.config
 
-    def shape(self, options: Mapping[str, str] | None = None) -> TableShape:
+    def shape(
+        self, options: Mapping[str, str] | None = None, view: FileSystemView | None = None
+    ) -> TableShape:
         """The table's shape (:mod:`hoodie.shape`) from storage and the declared ``options``.
 
         Cached while the timeline and ``hoodie.properties`` are unchanged: every artefact a shape
         is recognised by changes with a commit (or a properties update, see :meth:`reload_config`).
+        ``view`` (of the current timeline) lends its listings when the file groups must be listed.
         """
         from hoodie.shape.table_shape import DECLARED_KEYS, detect
 
@@ -98,10 +101,17 @@ class HoodieTable:
         cached = self._shapes.get(key)
         if cached is not None and cached[0] == signature:
             return cached[1]
-        shape = detect(self, options or {}, cached[1] if cached is not None else None)
+        shape = detect(self, options or {}, cached[1] if cached is not None else None, view)
         with self._guard:
             self._shapes[key] = (signature, shape)
         return shape
+
+    def adopt_shapes(self, other: HoodieTable) -> None:
+        """Start from ``other``'s computed shapes (the same table opened earlier): a shape still
+        valid is not computed again, and a changed one is recomputed from it (see :meth:`shape`)."""
+        if other is not self and other.base_path == self.base_path:
+            with self._guard:
+                self._shapes.update(other._shapes)
 
     @property
     def is_metadata_table(self) -> bool:

@@ -106,6 +106,7 @@ def context_for(entry: TableEntry, options: Mapping[str, str]) -> ServiceContext
     """A fresh context on ``entry``'s table with its shared lock and clock."""
     assert entry.table is not None
     table = HoodieTable.open(entry.uri, **entry.config.storage_options)
+    table.adopt_shapes(entry.table)  # the watcher keeps the entry's shape current: no re-listing
     return ServiceContext(
         table,
         options=dict(options),

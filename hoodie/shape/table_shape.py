@@ -24,6 +24,7 @@ from hoodie.shape.matrix import SERVICE_OPERATIONS, WRITE, Shape, cell
 from hoodie.timeline.instant import Action
 
 if TYPE_CHECKING:
+    from hoodie.file_group.view import FileSystemView
     from hoodie.table import HoodieTable
 
 INDEX_TYPE_KEYS = ("hoodie.index.type", "index.type")  # HoodieIndexConfig.INDEX_TYPE, FlinkOptions.INDEX_TYPE
@@ -168,10 +169,13 @@ def _bucket_features(table: HoodieTable) -> list[ShapeFeature]:
     return out
 
 
-def _file_id_features(table: HoodieTable) -> tuple[list[ShapeFeature], FileGroupId | None]:
+def _file_id_features(
+    table: HoodieTable, view: FileSystemView | None
+) -> tuple[list[ShapeFeature], FileGroupId | None]:
     """Simple bucket (and NBCC) tables, from the ids of the latest file groups: all must have the
-    form. Also returns a file group without it (the witness that the table is no bucket table)."""
-    slices = table.file_system_view(timeline=table.timeline).latest_file_slices()
+    form. Also returns a file group without it (the witness that the table is no bucket table).
+    ``view`` is the caller's view of the current timeline (its listings are reused)."""
+    slices = (view or table.file_system_view(timeline=table.timeline)).latest_file_slices()
     ids = sorted({(s.partition_path, s.file_id) for s in slices})
     witness = next((FileGroupId(p, f) for p, f in ids if not is_bucket_file_id(f)), None)
     if not ids or witness is not None:
@@ -227,7 +231,12 @@ def _expression_index(table: HoodieTable) -> ShapeFeature | None:
     return None
 
 
-def detect(table: HoodieTable, options: Mapping[str, str], previous: TableShape | None = None) -> TableShape:
+def detect(
+    table: HoodieTable,
+    options: Mapping[str, str],
+    previous: TableShape | None = None,
+    view: FileSystemView | None = None,
+) -> TableShape:
     """Compute ``table``'s shape from storage and the declared ``options``; ``previous`` (the shape
     before the timeline changed) spares listing the file groups of a table known to be no bucket table."""
     config = table.config
@@ -248,7 +257,7 @@ def detect(table: HoodieTable, options: Mapping[str, str], previous: TableShape 
         or previous.last_undo != last_undo
         or witness in table.replaced_file_groups(table.timeline)
     ):
-        by_file_id, witness = _file_id_features(table)
+        by_file_id, witness = _file_id_features(table, view)
         if not any(f.shape is Shape.CONSISTENT_HASHING for f in stored):
             features += by_file_id
     known = {f.shape for f in features}

@@ -147,7 +147,6 @@ class HoodieWriter:
         """Run one write operation; returns the committed instant and its write stats."""
         table = self.table
         timeline = table.reload()
-        table.shape(self.write_props).check("write", operation.value)  # before anything is written
         schema_json = table.latest_schema_json()
         if schema_json is None:
             raise HoodieError(f"{table.base_path}: the table has no schema; create it with a schema first")
@@ -165,6 +164,7 @@ class HoodieWriter:
             prepared = dedupe(prepared, merge, spec)
 
         view = table.file_system_view(timeline=timeline)
+        table.shape(self.write_props, view).check("write", operation.value)  # before anything is written
         slices_by_partition = self._live_slices(view, prepared.partition_values())
         if operation.is_overwrite:
             buckets, replaced = self._plan_overwrite(prepared, view, operation)
