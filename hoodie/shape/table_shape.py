@@ -104,9 +104,6 @@ class TableShape:
                 out[op] = str(error)
         return out
 
-    def as_json(self) -> list[dict[str, str]]:
-        return [{"shape": f.shape.value, "evidence": f.evidence} for f in self.features]
-
     @classmethod
     def declared(cls, where: str, options: Mapping[str, str]) -> TableShape:
         """The shapes ``options`` declare alone (e.g. before ``--create`` makes the table)."""

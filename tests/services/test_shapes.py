@@ -448,7 +448,11 @@ def test_the_readme_matrix_is_the_modules_matrix() -> None:
 
 def test_cdc_clean_removes_cdc_logs_with_their_slice(tmp_path: Path) -> None:
     """``CleanPlanner``: with CDC on, clean the log files whatever the table type; a COW table's CDC
-    log (``.<fileId>_<commit>.log.1_<token>.cdc``, ``HoodieCDCLogger``) goes with its slice."""
+    log (``.<fileId>_<commit>.log.1_<token>.cdc``, ``HoodieCDCLogger``) goes with its slice.
+
+    The census left the suffix's release open: ``HoodieCDCUtils.CDC_LOGFILE_SUFFIX`` became ``.cdc``
+    (from ``-cdc``) in HUDI-5082 (apache/hudi#7042, Oct 2022), before 0.13.0, so every table version
+    hts opens (6+, Hudi 0.14+) names CDC logs with ``.cdc``."""
     path = tmp_path / "t"
     writer = HoodieWriter(new_table(path, table_type=TableType.COPY_ON_WRITE, metadata_table=False))
     writer.insert(rows(range(6), 1))
