@@ -298,8 +298,11 @@ class Daemon:
             return {}
         try:
             return entry.table.shape(entry.config.options).refused()
-        except (HoodieError, OSError, ValueError) as e:  # cannot tell: refuse every service, say why
-            return dict.fromkeys(SERVICE_OPERATIONS, f"the table's shape could not be computed: {e}")
+        except (HoodieError, OSError, ValueError) as e:
+            # Cannot tell (e.g. a malformed plan): the runs go on, and each one's own shape check fails
+            # with this error before writing anything, so it is reported (and retried) as a failed run.
+            log.debug("shape of %s not computed: %s", entry.id, e, **_tags(table=entry.id))
+            return {}
 
     def _policies(self, entry: TableEntry) -> None:
         now = time.monotonic()
