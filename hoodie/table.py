@@ -54,7 +54,10 @@ class HoodieTable:
         self._guard = threading.Lock()
         self._archived_completion: CompletionTimeLookup | None = None
         self._index_definitions: dict[str, Any] | None = None
-        self._shapes: dict[tuple[tuple[str, str], ...], tuple[tuple[Any, ...], TableShape]] = {}
+        self._shapes: dict[
+            tuple[tuple[str, str], ...], tuple[ActiveTimeline, tuple[Any, ...], TableShape]
+        ] = {}
+        """Declared options -> (timeline, its signature, the shape computed on it)."""
 
     # -- opening ------------------------------------------------------------------------------
     @classmethod
@@ -97,13 +100,16 @@ class HoodieTable:
 
         key = tuple(sorted((k, v) for k, v in (options or {}).items() if k in DECLARED_KEYS))
         timeline = self.timeline
-        signature = tuple((i.requested_time, i.action.value, i.state.value) for i in timeline)
         cached = self._shapes.get(key)
-        if cached is not None and cached[0] == signature:
-            return cached[1]
-        shape = detect(self, options or {}, cached[1] if cached is not None else None, view)
+        if cached is not None and cached[0] is timeline:  # the very timeline it was computed on
+            return cached[2]
+        signature = tuple((i.requested_time, i.action.value, i.state.value) for i in timeline)
+        if cached is not None and cached[1] == signature:
+            shape = cached[2]
+        else:
+            shape = detect(self, options or {}, cached[2] if cached is not None else None, view)
         with self._guard:
-            self._shapes[key] = (signature, shape)
+            self._shapes[key] = (timeline, signature, shape)
         return shape
 
     def adopt_shapes(self, other: HoodieTable) -> None:
