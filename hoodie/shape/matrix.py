@@ -164,9 +164,19 @@ _OPEN_REASONS: dict[Shape, str] = {
 
 _EXPR_REFUSED = {
     op: _EXPRESSION_INDEX
-    for op in (WRITE, "compaction", "logcompaction", "clustering", "clean", "indexing", "rollback", "restore")
+    for op in (
+        WRITE,
+        "compaction",
+        "logcompaction",
+        "clustering",
+        "clean",
+        "archival",  # bounded by, and checked against, the metadata table (hoodie.services.archival)
+        "indexing",
+        "rollback",
+        "restore",
+        "metadata",
+    )
 }
-_EXPR_REFUSED["metadata"] = _EXPRESSION_INDEX
 
 MATRIX: Mapping[Shape, Mapping[str, str]] = MappingProxyType(
     {
