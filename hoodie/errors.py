@@ -79,3 +79,6 @@ class UnsupportedShapeError(UnsupportedTableError):
         super().__init__(
             f"{where}: {shape} table ({evidence}): {operation} is refused: {reason}. Nothing was written."
         )
+
+    def __reduce__(self) -> tuple[type[UnsupportedShapeError], tuple[str, str, str, str, str]]:
+        return type(self), (self.where, self.shape, self.evidence, self.operation, self.reason)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import pickle
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -385,6 +386,7 @@ def test_a_uuid_that_happens_to_start_with_eight_digits_counts_only_with_the_oth
     error = shape.refusal("clustering")
     assert isinstance(error, UnsupportedShapeError) and isinstance(error, UnsupportedTableError)
     assert "simple bucket index" in str(error) and "bucket form" in str(error)
+    assert str(pickle.loads(pickle.dumps(error))) == str(error)  # crosses process boundaries intact
 
 
 def test_latest_schema_in_commit_metadata_marks_schema_on_read(tmp_path: Path) -> None:
