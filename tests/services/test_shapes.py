@@ -555,3 +555,11 @@ def test_a_non_bucket_verdict_is_kept_until_its_witness_file_group_is_replaced(t
     third = table.shape()
     assert third.not_bucket_witness is not None and third.not_bucket_witness != witness
     assert third.not_bucket_witness in {s.group_id for s in table.file_system_view().latest_file_slices()}
+
+
+def test_the_matrix_names_every_service_and_write_operation() -> None:
+    from hoodie.services.base import KNOWN_SERVICES
+    from hoodie.shape.matrix import SERVICE_OPERATIONS
+
+    assert set(SERVICE_OPERATIONS) == set(KNOWN_SERVICES)
+    assert set(WRITE_OPERATIONS) == {o.value for o in WriteOperation}
