@@ -61,3 +61,24 @@ class InstantBusyError(TableServiceError):
 
 class InstantNotPendingError(TableServiceError):
     """The instant is not pending any more (completed or rolled back meanwhile), or never was."""
+
+
+class UnsupportedShapeError(UnsupportedTableError):
+    """The table's shape (:mod:`hoodie.shape`) makes hts refuse an operation, before anything is written.
+
+    The message names the table, the shape, the evidence (``key=value`` or a file path), the
+    refused operation and why (what Apache Hudi does that hts does not).
+    """
+
+    def __init__(self, where: str, shape: str, evidence: str, operation: str, reason: str) -> None:
+        self.where = where
+        self.shape = shape
+        self.evidence = evidence
+        self.operation = operation
+        self.reason = reason
+        super().__init__(
+            f"{where}: {shape} table ({evidence}): {operation} is refused: {reason}. Nothing was written."
+        )
+
+    def __reduce__(self) -> tuple[type[UnsupportedShapeError], tuple[str, str, str, str, str]]:
+        return type(self), (self.where, self.shape, self.evidence, self.operation, self.reason)

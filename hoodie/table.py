@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from hoodie.config.table_config import METAFOLDER, TableConfig, TableKeys, read_table_properties
 from hoodie.errors import MalformedPlanError, SchemaError, TableNotFoundError, TimelineError
@@ -26,6 +27,9 @@ from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.instant_time import timezone_of
 from hoodie.timeline.layout import TablePaths
 from hoodie.timeline.timeline import ActiveTimeline
+
+if TYPE_CHECKING:
+    from hoodie.shape.table_shape import TableShape
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +54,10 @@ class HoodieTable:
         self._guard = threading.Lock()
         self._archived_completion: CompletionTimeLookup | None = None
         self._index_definitions: dict[str, Any] | None = None
+        self._shapes: dict[
+            tuple[tuple[str, str], ...], tuple[ActiveTimeline, tuple[Any, ...], TableShape]
+        ] = {}
+        """Declared options -> (timeline, its signature, the shape computed on it)."""
 
     # -- opening ------------------------------------------------------------------------------
     @classmethod
@@ -76,7 +84,40 @@ class HoodieTable:
             props, source=join(meta, "hoodie.properties"), metadata_table=self.is_metadata_table
         )
         self._index_definitions = None  # an index created or dropped changes both
+        self._shapes.clear()
         return self.config
+
+    def shape(
+        self, options: Mapping[str, str] | None = None, view: FileSystemView | None = None
+    ) -> TableShape:
+        """The table's shape (:mod:`hoodie.shape`) from storage and the declared ``options``.
+
+        Cached while the timeline and ``hoodie.properties`` are unchanged: every artefact a shape
+        is recognised by changes with a commit (or a properties update, see :meth:`reload_config`).
+        ``view`` (of the current timeline) lends its listings when the file groups must be listed.
+        """
+        from hoodie.shape.table_shape import DECLARED_KEYS, detect
+
+        key = tuple(sorted((k, v) for k, v in (options or {}).items() if k in DECLARED_KEYS))
+        timeline = self.timeline
+        cached = self._shapes.get(key)
+        if cached is not None and cached[0] is timeline:  # the very timeline it was computed on
+            return cached[2]
+        signature = tuple((i.requested_time, i.action.value, i.state.value) for i in timeline)
+        if cached is not None and cached[1] == signature:
+            shape = cached[2]
+        else:
+            shape = detect(self, options or {}, cached[2] if cached is not None else None, view)
+        with self._guard:
+            self._shapes[key] = (timeline, signature, shape)
+        return shape
+
+    def adopt_shapes(self, other: HoodieTable) -> None:
+        """Start from ``other``'s computed shapes (the same table opened earlier): a shape still
+        valid is not computed again, and a changed one is recomputed from it (see :meth:`shape`)."""
+        if other is not self and other.base_path == self.base_path:
+            with self._guard:
+                self._shapes.update(other._shapes)
 
     @property
     def is_metadata_table(self) -> bool:

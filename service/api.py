@@ -188,7 +188,7 @@ def create_app(daemon: Daemon, *, manage_lifecycle: bool = True) -> FastAPI:
             if i.table_id == table_id and i.running
         ]
         gave_up = {k[1]: v for k, v in daemon.gave_up.items() if k[0] == table_id}
-        return views.detail(entry, running, gave_up)
+        return views.detail(entry, running, gave_up, daemon.refused(entry))
 
     def _open(table_id: str) -> Any:
         entry = daemon.entry(table_id)

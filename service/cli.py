@@ -25,6 +25,7 @@ import yaml
 from hoodie.config.table_config import RecordMergeMode, TableType, TableVersion
 from hoodie.errors import HoodieError
 from hoodie.read.reader import TableReader
+from hoodie.shape.table_shape import TableShape
 from hoodie.table import HoodieTable
 from hoodie.write.bucket_planner import check_bucket_options
 from hoodie.write.create import create_table
@@ -55,6 +56,7 @@ def _options(pairs: Sequence[str]) -> dict[str, str]:
 
 def cmd_read(args: argparse.Namespace) -> int:
     table = HoodieTable.open(args.table)
+    table.shape().check("read")
     reader = TableReader(table)
     if args.begin_instant is not None or args.end_instant is not None:
         if args.as_of or args.read_optimized:
@@ -86,7 +88,8 @@ def cmd_write(args: argparse.Namespace) -> int:
         raise UsageError(f"--input {args.input} is not a readable Parquet file: {e}") from e
     hudi_options = _options(args.option)
     operation = WriteOperation(args.operation)
-    if args.create:
+    if args.create:  # refuse what the options declare before the table is created
+        TableShape.declared(args.table, hudi_options).check("write", operation.value)
         if not args.record_key:
             raise UsageError("--create needs --record-key COLS")
         if hudi_options.get("hoodie.index.type", "").strip().upper() == "BUCKET":

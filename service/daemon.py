@@ -25,7 +25,8 @@ from typing import Any
 
 from apscheduler.schedulers.background import BackgroundScheduler
 
-from hoodie.errors import HoodieError, InvalidInputError, UnsupportedTableError
+from hoodie.errors import HoodieError, InvalidInputError, UnsupportedShapeError, UnsupportedTableError
+from hoodie.shape.matrix import SERVICE_OPERATIONS
 from hoodie.transaction.heartbeat import HeartbeatConfig
 from service.errors import BadRequest, Conflict, NotFound
 from service.executor import Executor, Outcome, SparkHolder
@@ -272,9 +273,12 @@ class Daemon:
             del self.gave_up[key]
         if entry.paused:
             return
+        refused = self.refused(entry)
         for p in entry.watch.pending:
             key = (entry.id, p.instant.requested_time)
             if not p.runnable or key in self.gave_up or self.queue.find(key) is not None:
+                continue
+            if p.service in refused:  # the table's shape refuses it: shown in GET /v1/tables/{id}
                 continue
             why = "abandoned attempt" if p.abandoned else f"requested {p.age_s:.0f} s ago"
             self.submit(
@@ -286,10 +290,25 @@ class Daemon:
         if leads:
             self._policies(entry)
 
+    def refused(self, entry: TableEntry) -> dict[str, str]:
+        """Service -> why the table's shape (``hoodie.shape``) refuses it; never scheduled or executed."""
+        if entry.table is None:  # a shape refused on open refuses every service
+            if entry.error is not None and entry.error_kind == UnsupportedShapeError.__name__:
+                return dict.fromkeys(SERVICE_OPERATIONS, entry.error)
+            return {}
+        try:
+            return entry.table.shape(entry.config.options).refused()
+        except (HoodieError, OSError, ValueError) as e:
+            # Cannot tell (e.g. a malformed plan): the runs go on, and each one's own shape check fails
+            # with this error before writing anything, so it is reported (and retried) as a failed run.
+            log.debug("shape of %s not computed: %s", entry.id, e, **_tags(table=entry.id))
+            return {}
+
     def _policies(self, entry: TableEntry) -> None:
         now = time.monotonic()
+        refused = self.refused(entry)
         for service, policy in entry.config.policies.items():
-            if not policy.enabled:
+            if not policy.enabled or service in refused:
                 continue
             key = (entry.id, service)
             if now < self._policy_due.get(key, 0.0):
@@ -519,6 +538,11 @@ class Daemon:
             raise Conflict(f"table {table_id} cannot be served now: {entry.error or 'not opened yet'}")
         if entry.paused or self.queue.paused:
             raise Conflict(f"table {table_id} is paused; resume it first")
+        try:
+            assert entry.table is not None
+            entry.table.shape(entry.options(options)).check(service)
+        except UnsupportedShapeError as e:
+            raise Conflict(str(e)) from e
         if service == "indexing" and instant is None:
             _check_index_request(entry, options or {})
         if instant is not None:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from hoodie.errors import HoodieError, InstantBusyError, InstantNotPendingError
+from hoodie.errors import HoodieError, InstantBusyError, InstantNotPendingError, UnsupportedShapeError
 from hoodie.services.base import (
     ExecutionResult,
     JobCancelled,
@@ -106,6 +106,7 @@ def context_for(entry: TableEntry, options: Mapping[str, str]) -> ServiceContext
     """A fresh context on ``entry``'s table with its shared lock and clock."""
     assert entry.table is not None
     table = HoodieTable.open(entry.uri, **entry.config.storage_options)
+    table.adopt_shapes(entry.table)  # the watcher keeps the entry's shape current: no re-listing
     return ServiceContext(
         table,
         options=dict(options),
@@ -160,6 +161,8 @@ class Executor:
             return Outcome("failed", {}, str(e), retry=e.retry)
         except LockError as e:
             return Outcome("failed", {"reason": "lock"}, f"{type(e).__name__}: {e}", retry=True)
+        except UnsupportedShapeError as e:  # the table's shape refuses this service: retrying cannot help
+            return Outcome("failed", {"reason": "refused"}, f"{type(e).__name__}: {e}", retry=False)
         except HoodieError as e:
             return Outcome("failed", {}, f"{type(e).__name__}: {e}", retry=True)
         except OSError as e:

@@ -46,7 +46,12 @@ def summary(entry: TableEntry) -> dict[str, Any]:
     }
 
 
-def detail(entry: TableEntry, running: list[dict[str, Any]], gave_up: dict[str, str]) -> dict[str, Any]:
+def detail(
+    entry: TableEntry,
+    running: list[dict[str, Any]],
+    gave_up: dict[str, str],
+    refused: dict[str, str] | None = None,
+) -> dict[str, Any]:
     table = entry.table
     pending = []
     for p in entry.watch.pending if entry.watch is not None else ():
@@ -72,6 +77,7 @@ def detail(entry: TableEntry, running: list[dict[str, Any]], gave_up: dict[str, 
         },
         "pending": pending,
         "running": running,
+        "refused": refused or {},
     }
 
 

@@ -18,6 +18,7 @@ from typing import TypeVar
 from hoodie.config.properties import format_properties, parse_properties
 from hoodie.errors import InvalidTableConfigError, UnsupportedTableError
 from hoodie.io.fileio import FileIO, join
+from hoodie.shape.matrix import Shape, refuse_on_open
 
 PROPERTIES_FILE = "hoodie.properties"
 PROPERTIES_BACKUP_FILE = "hoodie.properties.backup"
@@ -120,6 +121,7 @@ class TableKeys:
     CDC_ENABLED = ConfigKey("hoodie.table.cdc.enabled", "false")
     TABLE_FORMAT = ConfigKey("hoodie.table.format", "native")
     BOOTSTRAP_BASE_PATH = ConfigKey("hoodie.bootstrap.base.path")
+    MULTIPLE_BASE_FILE_FORMATS = ConfigKey("hoodie.table.multiple.base.file.formats.enable", "false")
     CHECKSUM = ConfigKey("hoodie.table.checksum")
 
 
@@ -140,6 +142,30 @@ def table_checksum(props: Mapping[str, str]) -> int:
         raise InvalidTableConfigError(f"{TableKeys.NAME.key} is missing; cannot compute the table checksum")
     db = props.get(TableKeys.DATABASE_NAME.key) or ""
     return zlib.crc32(f"{db}.{name}".encode())
+
+
+# BaseHoodieWriteClient.validateAgainstTableProperties: without meta fields only these key generators
+# (by class; a persisted key generator type maps to them through KeyGeneratorType).
+_VIRTUAL_KEY_GENERATORS = frozenset(
+    {
+        "org.apache.hudi.keygen.SimpleKeyGenerator",
+        "org.apache.hudi.keygen.ComplexKeyGenerator",
+        "org.apache.hudi.keygen.NonpartitionedKeyGenerator",
+    }
+)
+_VIRTUAL_KEY_GENERATOR_TYPES = frozenset({"SIMPLE", "COMPLEX", "NON_PARTITION"})
+
+
+def _virtual_key_generator(props: Mapping[str, str]) -> str | None:
+    """``key=value`` of a key generator that cannot rebuild keys without meta fields; None if it can
+    (no key generator at all defaults to ``SimpleKeyGenerator``)."""
+    cls = (TableKeys.KEYGEN_CLASS.lookup(props) or "").strip()
+    if cls:
+        return None if cls in _VIRTUAL_KEY_GENERATORS else f"{TableKeys.KEYGEN_CLASS.key}={cls}"
+    kind = (TableKeys.KEYGEN_TYPE.lookup(props) or "").strip()
+    if kind and kind.upper() not in _VIRTUAL_KEY_GENERATOR_TYPES:
+        return f"{TableKeys.KEYGEN_TYPE.key}={kind}"
+    return None
 
 
 def _enum_value(enum: type[E], key: ConfigKey, props: Mapping[str, str], *, required: bool) -> E | None:
@@ -197,9 +223,8 @@ class TableConfig:
         try:
             version = TableVersion(version_number)
         except ValueError as e:
-            raise UnsupportedTableError(
-                f"{source}: unsupported {TableKeys.VERSION.key}={version_number} "
-                "(supported table versions: 6, 8, 9; upgrade or downgrade the table with Apache Hudi first)"
+            raise refuse_on_open(
+                source, Shape.TABLE_VERSION, f"{TableKeys.VERSION.key}={version_number}"
             ) from e
         table_type = _enum_value(TableType, TableKeys.TYPE, props, required=True)
         base_format = _enum_value(BaseFileFormat, TableKeys.BASE_FILE_FORMAT, props, required=True)
@@ -239,32 +264,45 @@ class TableConfig:
                 f"{source}: {TableKeys.TIMELINE_LAYOUT_VERSION.key}={layout} does not match "
                 f"table version {int(self.table_version)} (expected layout {expected})"
             )
-        allowed = BaseFileFormat.HFILE if metadata_table else BaseFileFormat.PARQUET
-        if self.base_file_format is not allowed:
-            raise UnsupportedTableError(
-                f"{source}: {TableKeys.BASE_FILE_FORMAT.key}={self.base_file_format.value} is not supported "
-                f"(only {allowed.value} base files{' in a metadata table' if metadata_table else ''})"
+        if metadata_table:
+            if self.base_file_format is not BaseFileFormat.HFILE:
+                raise UnsupportedTableError(
+                    f"{source}: {TableKeys.BASE_FILE_FORMAT.key}={self.base_file_format.value} is not "
+                    "supported (only HFILE base files in a metadata table)"
+                )
+        elif self.base_file_format is not BaseFileFormat.PARQUET:
+            raise refuse_on_open(
+                source,
+                Shape.BASE_FILE_FORMAT,
+                f"{TableKeys.BASE_FILE_FORMAT.key}={self.base_file_format.value}",
             )
         log_format = (self.get(TableKeys.LOG_FILE_FORMAT) or "").upper()
         if log_format != "HOODIE_LOG":
-            raise UnsupportedTableError(
-                f"{source}: {TableKeys.LOG_FILE_FORMAT.key}={log_format} is not supported"
+            raise refuse_on_open(
+                source, Shape.LOG_FILE_FORMAT, f"{TableKeys.LOG_FILE_FORMAT.key}={log_format}"
+            )
+        if _bool(self.get(TableKeys.MULTIPLE_BASE_FILE_FORMATS)):
+            raise refuse_on_open(
+                source, Shape.MULTIPLE_BASE_FILE_FORMATS, f"{TableKeys.MULTIPLE_BASE_FILE_FORMATS.key}=true"
             )
         if _bool(self.get(TableKeys.DROP_PARTITION_COLUMNS)):
-            raise UnsupportedTableError(
-                f"{source}: {TableKeys.DROP_PARTITION_COLUMNS.key}=true is not supported "
-                "(partition columns must be kept in the data files)"
+            raise refuse_on_open(
+                source, Shape.DROP_PARTITION_COLUMNS, f"{TableKeys.DROP_PARTITION_COLUMNS.key}=true"
             )
-        if self.get(TableKeys.BOOTSTRAP_BASE_PATH):
-            raise UnsupportedTableError(
-                f"{source}: bootstrapped tables ({TableKeys.BOOTSTRAP_BASE_PATH.key}) are not supported"
-            )
-        if (self.get(TableKeys.TABLE_FORMAT) or "native").lower() != "native":
-            raise UnsupportedTableError(
-                f"{source}: {TableKeys.TABLE_FORMAT.key}={self.get(TableKeys.TABLE_FORMAT)} is not supported"
-            )
+        bootstrap = self.get(TableKeys.BOOTSTRAP_BASE_PATH)
+        if bootstrap:
+            raise refuse_on_open(source, Shape.BOOTSTRAP, f"{TableKeys.BOOTSTRAP_BASE_PATH.key}={bootstrap}")
+        table_format = self.get(TableKeys.TABLE_FORMAT) or "native"
+        if table_format.lower() != "native":
+            raise refuse_on_open(source, Shape.TABLE_FORMAT, f"{TableKeys.TABLE_FORMAT.key}={table_format}")
         if not self.record_key_fields and self.populate_meta_fields is False:
             raise UnsupportedTableError(f"{source}: a table without meta fields needs record key fields")
+        if not self.populate_meta_fields and not metadata_table:
+            keygen = _virtual_key_generator(self.props)
+            if keygen is not None:
+                raise refuse_on_open(
+                    source, Shape.VIRTUAL_KEYS_KEYGEN, f"{TableKeys.POPULATE_META_FIELDS.key}=false, {keygen}"
+                )
 
     # -- accessors ----------------------------------------------------------------------------
     def get(self, key: ConfigKey) -> str | None:

@@ -7,6 +7,7 @@ executors (``jobs.spark.SparkRunner``), where it is found by module and name.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
@@ -162,6 +163,10 @@ class ServiceContext:
         )
         return Scheduled(instant_time, plan, reason)
 
+    def check_shape(self, service: str) -> None:
+        """Refuse ``service`` when the table's shape (:mod:`hoodie.shape`) says so, before any write."""
+        self.table.shape(self.options).check(service)
+
     def require_supported_metadata(self, service: str) -> None:
         """Refuse, before anything is written, a table whose metadata table hts cannot keep current."""
         from hoodie.metadata.sync import require_supported_metadata
@@ -264,7 +269,27 @@ KNOWN_SERVICES = (
 )
 
 
+def _shape_checked(service: TableService) -> None:
+    """Make ``service``'s schedule and execute check the table's shape first: registration is the one
+    place every caller (``jobs.run``, the daemon's executor) reaches a service through."""
+    schedule, execute = service.schedule, service.execute
+
+    @functools.wraps(schedule)
+    def checked_schedule(ctx: ServiceContext, *, dry_run: bool = False) -> Scheduled | None:
+        ctx.check_shape(service.name)
+        return schedule(ctx, dry_run=dry_run)
+
+    @functools.wraps(execute)
+    def checked_execute(ctx: ServiceContext, instant_time: str, runner: Runner) -> ExecutionResult:
+        ctx.check_shape(service.name)
+        return execute(ctx, instant_time, runner)
+
+    object.__setattr__(service, "schedule", checked_schedule)
+    object.__setattr__(service, "execute", checked_execute)
+
+
 def register_service(service: TableService) -> TableService:
+    _shape_checked(service)
     SERVICES[service.name] = service
     return service
 

@@ -166,6 +166,7 @@ class HoodieWriter:
             prepared = dedupe(prepared, merge, spec)
 
         view = table.file_system_view(timeline=timeline)
+        table.shape(self.write_props, view).check("write", operation.value)  # before anything is written
         slices_by_partition = self._live_slices(view, prepared.partition_values())
         if operation.is_overwrite:
             buckets, replaced = self._plan_overwrite(prepared, view, operation)

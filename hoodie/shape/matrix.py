@@ -1,0 +1,269 @@
+"""The decision matrix: for each table shape and operation, handled as Apache Hudi does or refused.
+
+A *shape* is a setting or artefact a table's writers chose that changes what a writer, a reader
+or a table service must put on disk (the census: ``docs/table-shapes.md``). Every cell not listed
+here is handled. A refused cell carries the reason: what Hudi does there that hts does not (the
+Hudi class that settles it is cited next to each reason).
+
+Operations are the table services by their service names (``hoodie.services.base.KNOWN_SERVICES``)
+plus ``read`` and ``write``; a write cell may be narrowed to one write operation as
+``write:<operation>`` (``hoodie.write.options.WriteOperation`` values).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import StrEnum
+from types import MappingProxyType
+
+from hoodie.errors import UnsupportedShapeError
+
+READ = "read"
+WRITE = "write"
+WRITE_OPERATIONS = ("insert", "upsert", "delete", "bulk_insert", "insert_overwrite", "insert_overwrite_table")
+SERVICE_OPERATIONS = (
+    "compaction",
+    "logcompaction",
+    "clustering",
+    "clean",
+    "archival",
+    "indexing",
+    "rollback",
+    "restore",
+    "savepoint",
+    "metadata",
+)
+OPERATIONS = (READ, WRITE, *SERVICE_OPERATIONS)
+OPEN = "opening the table (and so every operation)"
+
+
+class Shape(StrEnum):
+    """The shapes of the census, by the name messages and the README use."""
+
+    CDC = "CDC"
+    SIMPLE_BUCKET = "simple bucket index"
+    NBCC = "non-blocking concurrency control (NBCC) bucket"
+    CONSISTENT_HASHING = "consistent-hashing bucket index"
+    PARTITION_BUCKET = "partition-level bucket index"
+    FLINK_STATE = "Flink-state index"
+    SCHEMA_ON_READ = "schema-on-read evolution"
+    PARTIAL_UPDATES = "partial-update mode"
+    EXPRESSION_INDEX = "expression index"
+    METADATA_TABLE = "metadata table"
+    SAVEPOINTS = "savepointed"
+    TIMELINE_TIMEZONE = "timeline time zone"
+    LOG_COMPACTED = "log-compacted"
+    VIRTUAL_KEYS = "virtual keys"
+    # refused when the table is opened
+    BOOTSTRAP = "bootstrapped"
+    TABLE_FORMAT = "non-native table format"
+    BASE_FILE_FORMAT = "non-Parquet base file format"
+    MULTIPLE_BASE_FILE_FORMATS = "multiple base file formats"
+    DROP_PARTITION_COLUMNS = "dropped partition columns"
+    VIRTUAL_KEYS_KEYGEN = "virtual keys with a key generator that cannot rebuild keys"
+    TABLE_VERSION = "unsupported table version"
+    LOG_FILE_FORMAT = "unsupported log file format"
+
+
+# -- reasons ----------------------------------------------------------------------------------
+
+_CDC_WRITE = (
+    "Hudi writes a CDC log for every file group it rewrites (HoodieMergeHandleWithChangeLog, picked by "
+    "HoodieMergeHandleFactory whenever CDC is on) and Spark's HoodieCDCExtractor fails on a rewritten base "
+    "file without one; hts's writer does not write CDC logs yet (bulk_insert and insert_overwrite only "
+    "create new file groups, whose changes readers infer, and are handled)"
+)
+_CDC_COMPACTION = (
+    "Hudi 1.1 writes CDC logs during MOR compaction (FileGroupReaderBasedMergeHandle with a HoodieCDCLogger) "
+    "and Flink's CDC reader takes a MOR table's changes from its compaction commits; hts's compaction "
+    "does not write CDC logs yet"
+)
+_SCHEMA_ON_READ = (
+    "Hudi resolves each file's columns by field id with the InternalSchema of its commit "
+    "(InternalSchemaCache, InternalSchemaMerger: renames, drops and type changes); hts reads columns by "
+    "name and would silently null or misassign renamed or dropped columns"
+)
+_BUCKET_CLUSTERING = (
+    "clustering writes new file groups with random ids, and Hudi's bucket index maps keys to file groups by "
+    "the bucket number in the file id (BucketIdentifier.bucketIdFromFileId): writers would fail or "
+    "duplicate keys (HoodieSimpleBucketLayout has no CLUSTER operation; Flink's "
+    "ClusteringUtil.validateClusteringScheduling refuses it)"
+)
+_BUCKET_WRITE = (
+    "Hudi's writer routes every key to the file group of its bucket (BucketIdentifier hash of the "
+    "hash fields, one file group per bucket); hts's writer does not route by bucket yet"
+)
+_CONSISTENT_CLUSTERING = (
+    "the only clustering Hudi allows is the resize of the hashing ring "
+    "(HoodieClusteringConfig forces SparkConsistentBucketClusteringPlanStrategy), which writes new "
+    ".hashing_meta files; other clustering creates file groups unknown to the ring"
+)
+_CONSISTENT_WRITE = (
+    "Hudi's writer routes keys through the hashing ring in .hashing_meta "
+    "(ConsistentBucketIndexUtils.loadMetadata) and dual-writes during a resize; hts does not"
+)
+_CONSISTENT_ARCHIVAL = (
+    "Hudi recovers a resize's .hashing_meta without its .commit marker from the resize replacecommit on the "
+    "active timeline (ConsistentBucketIndexUtils.loadMetadata); hts neither writes nor repairs the markers, "
+    "so it does not archive those replacecommits"
+)
+_PARTITION_BUCKET_WRITE = (
+    "Hudi's writer takes each partition's bucket count from the latest committed .hashing_config "
+    "(PartitionBucketIndexHashingConfig, PartitionBucketIndexUtils); hts does not"
+)
+_PARTITION_BUCKET_CLUSTERING = (
+    "Hudi rescales a partition-level bucket index only with an insert-overwrite that writes a new "
+    ".hashing_config (partitionBucketIndexManager); other clustering breaks the bucket file ids"
+)
+_PARTITION_BUCKET_ROLLBACK = (
+    "Hudi's rollback of a rescale replacecommit deletes its .hashing_config "
+    "(PartitionBucketIndexUtils / rollbackHashingConfig); hts's rollback does not"
+)
+_PARTITION_BUCKET_ARCHIVAL = (
+    "Hudi's archival moves the .hashing_config files older than the active timeline to archive/ "
+    "(PartitionBucketIndexHashingConfig.archiveHashingConfigIfNecessary); hts's archival does not"
+)
+_FLINK_STATE_CLUSTERING = (
+    "the Flink job keeps its key -> file group index in Flink state and is not told about file groups an "
+    "external clustering replaces: its updates would go to replaced file groups or duplicate keys "
+    "(Hudi documents Flink clustering for append-only pipelines)"
+)
+_EXPRESSION_INDEX = (
+    "Hudi keeps an expression index current by evaluating its engine expression on every new file "
+    "(HoodieTableMetadataUtil, expr_index_ partitions); hts cannot evaluate Spark expressions, so it "
+    "does not commit anything the index would have to follow"
+)
+_OPEN_REASONS: dict[Shape, str] = {
+    Shape.BOOTSTRAP: (
+        "Hudi stitches skeleton files with the external source files (HoodieFileGroupReader bootstrap "
+        "iterators); hts does not"
+    ),
+    Shape.TABLE_FORMAT: (
+        "a non-native HoodieTableFormat plugin must see every commit, clean and rollback; "
+        "hts does not call it"
+    ),
+    Shape.BASE_FILE_FORMAT: "hts reads and writes Parquet base files only",
+    Shape.MULTIPLE_BASE_FILE_FORMATS: (
+        "Hudi picks each new base file's format from the writer config "
+        "(CommonClientUtils.getBaseFileFormat); hts writes Parquet only"
+    ),
+    Shape.DROP_PARTITION_COLUMNS: (
+        "Hudi re-appends dropped partition columns from the partition path "
+        "(TableSchemaResolver.handlePartitionColumnsIfNeeded); hts expects them in the data files"
+    ),
+    Shape.VIRTUAL_KEYS_KEYGEN: (
+        "without meta fields Hudi rebuilds keys only with SimpleKeyGenerator, ComplexKeyGenerator or "
+        "NonpartitionedKeyGenerator (BaseHoodieWriteClient.validateAgainstTableProperties)"
+    ),
+    Shape.TABLE_VERSION: (
+        "hts implements table versions 6, 8 and 9 (version 10 changes the storage layout, "
+        "HoodieLSMTreeLayout); upgrade or downgrade the table with Apache Hudi first"
+    ),
+    Shape.LOG_FILE_FORMAT: "hts reads and writes HOODIE_LOG log files only",
+}
+
+_EXPR_REFUSED = {
+    op: _EXPRESSION_INDEX
+    for op in (
+        WRITE,
+        "compaction",
+        "logcompaction",
+        "clustering",
+        "clean",
+        "archival",  # bounded by, and checked against, the metadata table (hoodie.services.archival)
+        "indexing",
+        "rollback",
+        "restore",
+        "metadata",
+    )
+}
+
+MATRIX: Mapping[Shape, Mapping[str, str]] = MappingProxyType(
+    {
+        Shape.CDC: {
+            f"{WRITE}:upsert": _CDC_WRITE,
+            f"{WRITE}:delete": _CDC_WRITE,
+            f"{WRITE}:insert": _CDC_WRITE,
+            "compaction": _CDC_COMPACTION,
+        },
+        Shape.SIMPLE_BUCKET: {WRITE: _BUCKET_WRITE, "clustering": _BUCKET_CLUSTERING},
+        Shape.NBCC: {WRITE: _BUCKET_WRITE, "clustering": _BUCKET_CLUSTERING},
+        Shape.CONSISTENT_HASHING: {
+            WRITE: _CONSISTENT_WRITE,
+            "clustering": _CONSISTENT_CLUSTERING,
+            "archival": _CONSISTENT_ARCHIVAL,
+        },
+        Shape.PARTITION_BUCKET: {
+            WRITE: _PARTITION_BUCKET_WRITE,
+            "clustering": _PARTITION_BUCKET_CLUSTERING,
+            "rollback": _PARTITION_BUCKET_ROLLBACK,
+            "restore": _PARTITION_BUCKET_ROLLBACK,
+            "archival": _PARTITION_BUCKET_ARCHIVAL,
+        },
+        Shape.FLINK_STATE: {"clustering": _FLINK_STATE_CLUSTERING},
+        Shape.SCHEMA_ON_READ: {
+            op: _SCHEMA_ON_READ for op in (READ, WRITE, "compaction", "logcompaction", "clustering")
+        },
+        Shape.PARTIAL_UPDATES: {},
+        Shape.EXPRESSION_INDEX: _EXPR_REFUSED,
+        Shape.METADATA_TABLE: {},
+        Shape.SAVEPOINTS: {},
+        Shape.TIMELINE_TIMEZONE: {},
+        Shape.LOG_COMPACTED: {},
+        Shape.VIRTUAL_KEYS: {},
+        **{shape: {op: reason for op in OPERATIONS} for shape, reason in _OPEN_REASONS.items()},
+    }
+)
+OPEN_REFUSED = frozenset(_OPEN_REASONS)
+
+
+def cell(shape: Shape, operation: str, write_operation: str | None = None) -> str | None:
+    """The reason ``operation`` is refused on ``shape``; None when hts handles it as Hudi does."""
+    row = MATRIX[shape]
+    if operation == WRITE and write_operation is not None:
+        specific = row.get(f"{WRITE}:{write_operation}")
+        if specific is not None:
+            return specific
+    return row.get(operation)
+
+
+def refuse_on_open(where: str, shape: Shape, evidence: str) -> UnsupportedShapeError:
+    """The error for a shape refused as soon as the table is opened."""
+    return UnsupportedShapeError(where, shape.value, evidence, OPEN, _OPEN_REASONS[shape])
+
+
+def summary(shape: Shape, operation: str) -> str:
+    """A README cell: ``handled``, ``refused`` or ``refused (<write operations>)``."""
+    row = MATRIX[shape]
+    if operation in row:
+        return "refused"
+    if operation == WRITE:
+        narrowed = [op for op in WRITE_OPERATIONS if f"{WRITE}:{op}" in row]
+        if narrowed:
+            return f"refused ({', '.join(narrowed)})"
+    return "handled"
+
+
+README_COLUMNS = (
+    READ,
+    WRITE,
+    "compaction",
+    "logcompaction",
+    "clustering",
+    "clean",
+    "archival",
+    "indexing",
+    "rollback",
+    "restore",
+    "savepoint",
+)
+
+
+def markdown_table() -> str:
+    """The matrix as the README shows it (a test keeps the README equal to this)."""
+    header = ["shape", *(c.replace("logcompaction", "log compaction") for c in README_COLUMNS)]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for shape in Shape:
+        cells = [summary(shape, op) for op in README_COLUMNS]
+        lines.append("| " + " | ".join([shape.value, *cells]) + " |")
+    return "\n".join(lines)

@@ -1,0 +1,74 @@
+"""The daemon and table shapes: a (table, service) the shape refuses is never scheduled or executed,
+``GET /v1/tables/{id}`` shows why, and the other tables are served meanwhile."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from hoodie.config.table_config import update_table_properties
+from hoodie.io.fileio import LocalFileIO
+from hoodie.table import HoodieTable
+from hoodie.timeline.instant import Action
+from tests.daemon.helpers import mor_table, request_compaction, running_daemon, wait_for
+from tests.services.test_shapes import table_hash
+
+
+def _compaction_done(path: Path, instant: str) -> bool:
+    found = HoodieTable.open(str(path)).reload().get(instant, Action.COMPACTION)
+    return found is not None and found.is_completed
+
+
+def test_refused_services_are_shown_and_never_run_while_other_tables_are_served(tmp_path: Path) -> None:
+    tables = tmp_path / "tables"
+    orders, cdc, flink, boot = tables / "orders", tables / "cdc", tables / "flink", tables / "boot"
+    for path in (orders, cdc, flink, boot):
+        mor_table(path, upserts=2)
+    update_table_properties(LocalFileIO(), str(boot / ".hoodie"), {"hoodie.bootstrap.base.path": "/src"})
+    # A Hudi writer of a CDC table scheduled a compaction: hts's compaction does not write CDC logs yet.
+    update_table_properties(LocalFileIO(), str(cdc / ".hoodie"), {"hoodie.table.cdc.enabled": "true"})
+    cdc_pending = request_compaction(cdc)
+    orders_pending = request_compaction(orders)
+    cdc_before, flink_before = table_hash(cdc), table_hash(flink)
+    every = {"enabled": True, "interval_s": 0.2}
+    overrides = {
+        "defaults": {
+            "policies": {
+                "compaction": {**every, "options": {"hoodie.compact.inline.max.delta.commits": "1"}},
+                "clustering": {**every, "options": {"hoodie.clustering.async.max.commits": "1"}},
+            }
+        },
+        "tables": {
+            "static": [{"path": str(flink), "id": "flink", "options": {"hoodie.index.type": "FLINK_STATE"}}]
+        },
+    }
+    with running_daemon(tmp_path, **overrides) as (daemon, client):
+        wait_for(lambda: _compaction_done(orders, orders_pending), 60, "the other table's compaction")
+        detail = client.get("/v1/tables/cdc").json()
+        assert set(detail["refused"]) == {"compaction"}
+        assert "CDC table (hoodie.table.cdc.enabled=true)" in detail["refused"]["compaction"]
+        assert cdc_pending in str(detail["pending"])  # left for a writer that writes CDC logs
+        flink_detail = client.get("/v1/tables/flink").json()
+        assert set(flink_detail["refused"]) == {"clustering"}
+        assert (
+            "Flink-state index table (hoodie.index.type=FLINK_STATE (declared))"
+            in flink_detail["refused"]["clustering"]
+        )
+        assert client.get("/v1/tables/orders").json()["refused"] == {}
+        boot_refused = client.get("/v1/tables/boot").json()["refused"]
+        assert set(boot_refused) >= {"compaction", "clustering", "clean", "archival"}
+        assert all("bootstrapped table (hoodie.bootstrap.base.path=/src)" in r for r in boot_refused.values())
+        trigger = client.post("/v1/tables/cdc/compaction", json={})
+        assert trigger.status_code == 409 and "CDC table" in trigger.json()["error"]
+        time.sleep(1.0)  # several watch ticks and policy intervals pass
+        runs = client.get("/v1/runs").json()
+        assert not [r for r in runs if r["table"] == "cdc" and r["service"] == "compaction"]
+        assert not [r for r in runs if r["table"] == "flink" and r["service"] == "clustering"]
+        assert daemon.entry("cdc").healthy and daemon.entry("flink").healthy
+    assert not _compaction_done(cdc, cdc_pending)
+    assert table_hash(cdc) == cdc_before
+    # the Flink table is served (its compaction policy runs) but never clustered
+    flink_timeline = HoodieTable.open(str(flink)).reload()
+    assert not flink_timeline.actions(Action.REPLACE_COMMIT, Action.CLUSTERING)
+    assert flink_timeline.completed().actions(Action.COMMIT)
+    assert set(flink_before) < set(table_hash(flink))

@@ -1,0 +1,565 @@
+"""The shape matrix over the census: each shape built as Hudi's writers leave it on storage, then every
+operation through the CLI. A refused one exits non-zero naming the shape and leaves every file of
+the table (outside hts's own ``.hoodie/.aux/hts/`` and heartbeats) byte-identical; a handled one
+still works.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import pickle
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from hoodie.config.table_config import TableType, TableVersion, update_table_properties
+from hoodie.errors import UnsupportedShapeError, UnsupportedTableError
+from hoodie.index.bucket import bucket_id_str, nbcc_bucket_file_id
+from hoodie.io.fileio import LocalFileIO
+from hoodie.read.reader import TableReader
+from hoodie.shape.matrix import (
+    MATRIX,
+    OPEN_REFUSED,
+    OPERATIONS,
+    WRITE_OPERATIONS,
+    Shape,
+    cell,
+    markdown_table,
+)
+from hoodie.shape.table_shape import TableShape
+from hoodie.table import HoodieTable
+from hoodie.timeline.instant import Action
+from hoodie.write.options import WriteOperation
+from hoodie.write.writer import HoodieWriter
+from service.cli import main
+from tests.tables import new_table, rows
+
+SERVICES_RUN = ("compaction", "logcompaction", "clustering", "clean", "archival")
+"""Services the matrix test runs end to end when handled (the others need an instant or an index named)."""
+
+
+def table_hash(path: Path) -> dict[str, str]:
+    """sha256 of every file of the table, except hts's own ``.hoodie/.aux/hts/`` and heartbeats."""
+    out = {}
+    for p in sorted(path.rglob("*")):
+        rel = p.relative_to(path).as_posix()
+        if not p.is_file() or rel.startswith((".hoodie/.aux/hts/", ".hoodie/.heartbeat/")):
+            continue
+        out[rel] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+
+def base_table(path: Path, *, version: TableVersion = TableVersion.SIX) -> Path:
+    """A MERGE_ON_READ table without a metadata table: inserts, then upserts that leave log files."""
+    writer = HoodieWriter(new_table(path, version=version, metadata_table=False))
+    writer.insert(rows(range(12), 1))
+    writer.upsert(rows(range(0, 12, 2), 2))
+    return path
+
+
+def _file_ids(path: Path) -> list[str]:
+    table = HoodieTable.open(str(path))
+    return sorted({s.file_id for s in table.file_system_view().latest_file_slices()})
+
+
+def rename_file_ids(path: Path, new_id: Callable[[int, str], str]) -> list[str]:
+    """Give every file group the id ``new_id(n, old)`` (same length) everywhere Hudi names it: data
+    and log file names and the timeline's plans and commit metadata (table version 6: JSON)."""
+    mapping = {old: new_id(n, old) for n, old in enumerate(_file_ids(path))}
+    assert all(len(a) == len(b) for a, b in mapping.items())
+    for p in sorted(path.rglob("*"), key=lambda q: len(q.parts), reverse=True):
+        if not p.is_file():
+            continue
+        if ".hoodie" in p.relative_to(path).parts:
+            data = p.read_bytes()
+            for old, new in mapping.items():
+                data = data.replace(old.encode(), new.encode())
+            p.write_bytes(data)
+            continue
+        name = p.name
+        for old, new in mapping.items():
+            name = name.replace(old, new)
+        if name != p.name:
+            p.rename(p.with_name(name))
+    return list(mapping.values())
+
+
+def _bucket(n: int, old: str) -> str:
+    return bucket_id_str(n) + old[8:]
+
+
+def set_props(path: Path, **props: str) -> None:
+    table = HoodieTable.open(str(path))
+    update_table_properties(
+        table.fileio, table.paths.meta, {k.replace("__", "."): v for k, v in props.items()}
+    )
+
+
+def _write_props(path: Path, updates: dict[str, str]) -> None:
+    """Set keys in ``hoodie.properties`` without opening the table (it may refuse to open)."""
+    update_table_properties(LocalFileIO(), str(path / ".hoodie"), updates)
+
+
+# -- the census, as Hudi's writers leave each shape on storage -------------------------------------
+
+
+def cdc(path: Path) -> None:  # HoodieTableConfig.CDC_ENABLED / CDC_SUPPLEMENTAL_LOGGING_MODE
+    _write_props(
+        path,
+        {
+            "hoodie.table.cdc.enabled": "true",
+            "hoodie.table.cdc.supplemental.logging.mode": "DATA_BEFORE_AFTER",
+        },
+    )
+
+
+def simple_bucket(path: Path) -> None:  # BucketIdentifier.newBucketFileIdPrefix
+    rename_file_ids(path, _bucket)
+
+
+def nbcc(path: Path) -> None:  # BucketIdentifier.newBucketFileIdForNBCC
+    rename_file_ids(path, lambda n, _old: nbcc_bucket_file_id(n))
+
+
+def consistent_hashing(path: Path) -> None:
+    """``HoodieConsistentHashingMetadata`` JSON per partition, nodes naming the file id prefixes."""
+    table = HoodieTable.open(str(path))
+    by_partition: dict[str, list[str]] = {}
+    for s in table.file_system_view().latest_file_slices():
+        by_partition.setdefault(s.partition_path, []).append(s.file_id.rsplit("-", 1)[0])
+    for partition, prefixes in by_partition.items():
+        folder = path / ".hoodie" / ".bucket_index" / "consistent_hashing_metadata" / partition
+        folder.mkdir(parents=True)
+        step = 0x7FFFFFFF // len(prefixes)
+        nodes = [
+            {
+                "value": 0x7FFFFFFF if i == len(prefixes) - 1 else step * (i + 1),
+                "fileIdPrefix": p,
+                "tag": "NORMAL",
+            }
+            for i, p in enumerate(sorted(prefixes))
+        ]
+        meta = {
+            "version": 0,
+            "partitionPath": partition,
+            "instant": "00000000000000",
+            "numBuckets": len(prefixes),
+            "seqNo": 0,
+            "nodes": nodes,
+        }
+        (folder / "00000000000000.hashing_meta").write_text(json.dumps(meta, indent=2))
+
+
+def partition_bucket(path: Path) -> None:
+    """Bucket file ids plus ``PartitionBucketIndexHashingConfig``'s initial ``.hashing_config``."""
+    rename_file_ids(path, _bucket)
+    folder = path / ".hoodie" / ".bucket_index" / "partition_bucket_index_meta" / "configs"
+    folder.mkdir(parents=True)
+    config = {
+        "expressions": "p0,4",
+        "defaultBucketNumber": 12,
+        "rule": "regex",
+        "version": 1,
+        "instant": "00000000000000000",
+    }
+    (folder / "00000000000000000.hashing_config").write_text(json.dumps(config, indent=2))
+
+
+def schema_on_read(path: Path) -> None:
+    """``FileBasedInternalSchemaStorageManager``'s ``.hoodie/.schema/<instant>.schemacommit``."""
+    table = HoodieTable.open(str(path))
+    last = table.timeline.completed().writes().last()
+    assert last is not None
+    folder = (
+        path / ".hoodie" / ".schema"
+    )  # Hudi creates the folder with every table; commits come with evolution
+    folder.mkdir(exist_ok=True)
+    fields = [
+        {"id": i, "name": name, "optional": True, "type": kind}
+        for i, (name, kind) in enumerate([("id", "string"), ("ts", "long"), ("v", "string"), ("p", "string")])
+    ]
+    history = {
+        "schemas": [
+            {"max_column_id": 3, "version_id": int(last.requested_time), "type": "record", "fields": fields}
+        ]
+    }
+    (folder / f"{last.requested_time}.schemacommit").write_text(json.dumps(history))
+
+
+def expression_index(path: Path) -> None:
+    """An expression index registered in the index definitions, as ``CREATE INDEX ... USING
+    column_stats(func(col))`` leaves it."""
+    folder = path / ".hoodie" / ".index_defs"
+    folder.mkdir()
+    defs = {
+        "indexDefinitions": {
+            "expr_index_day": {
+                "indexName": "expr_index_day",
+                "indexType": "column_stats",
+                "indexFunction": "from_unixtime",
+                "sourceFields": ["ts"],
+                "indexOptions": {"format": "yyyy-MM-dd"},
+                "version": "V1",
+            }
+        }
+    }
+    (folder / "index.json").write_text(json.dumps(defs))
+    _write_props(path, {"hoodie.table.index.defs.path": ".hoodie/.index_defs/index.json"})
+
+
+def open_refused(updates: dict[str, str]) -> Callable[[Path], None]:
+    def build(path: Path) -> None:
+        _write_props(path, updates)
+
+    return build
+
+
+@dataclass(frozen=True)
+class Case:
+    shape: Shape
+    build: Callable[[Path], None]
+    options: dict[str, str] = field(default_factory=dict)
+    evidence: str = ""
+
+
+CASES = [
+    Case(Shape.CDC, cdc, evidence="hoodie.table.cdc.enabled=true"),
+    Case(Shape.SIMPLE_BUCKET, simple_bucket, evidence="bucket form"),
+    Case(Shape.NBCC, nbcc, evidence="NBCC form"),
+    Case(Shape.CONSISTENT_HASHING, consistent_hashing, evidence=".hashing_meta"),
+    Case(Shape.PARTITION_BUCKET, partition_bucket, evidence=".hashing_config"),
+    Case(
+        Shape.FLINK_STATE,
+        lambda _p: None,
+        {"hoodie.index.type": "FLINK_STATE"},
+        "hoodie.index.type=FLINK_STATE",
+    ),
+    Case(Shape.SCHEMA_ON_READ, schema_on_read, evidence=".schemacommit"),
+    Case(Shape.EXPRESSION_INDEX, expression_index, evidence="expr_index_day"),
+    Case(
+        Shape.BOOTSTRAP,
+        open_refused({"hoodie.bootstrap.base.path": "/src"}),
+        evidence="hoodie.bootstrap.base.path=/src",
+    ),
+    Case(
+        Shape.TABLE_FORMAT,
+        open_refused({"hoodie.table.format": "iceberg"}),
+        evidence="hoodie.table.format=iceberg",
+    ),
+    Case(
+        Shape.BASE_FILE_FORMAT, open_refused({"hoodie.table.base.file.format": "ORC"}), evidence="format=ORC"
+    ),
+    Case(
+        Shape.MULTIPLE_BASE_FILE_FORMATS,
+        open_refused({"hoodie.table.multiple.base.file.formats.enable": "true"}),
+        evidence="formats.enable=true",
+    ),
+    Case(
+        Shape.DROP_PARTITION_COLUMNS,
+        open_refused({"hoodie.datasource.write.drop.partition.columns": "true"}),
+        evidence="drop.partition.columns=true",
+    ),
+    Case(
+        Shape.VIRTUAL_KEYS_KEYGEN,
+        open_refused(
+            {
+                "hoodie.populate.meta.fields": "false",
+                "hoodie.table.keygenerator.class": "org.apache.hudi.keygen.CustomKeyGenerator",
+            }
+        ),
+        evidence="CustomKeyGenerator",
+    ),
+    Case(
+        Shape.TABLE_VERSION, open_refused({"hoodie.table.version": "10"}), evidence="hoodie.table.version=10"
+    ),
+    Case(
+        Shape.LOG_FILE_FORMAT, open_refused({"hoodie.table.log.file.format": "PARQUET"}), evidence="PARQUET"
+    ),
+]
+
+
+WRITES = {"upsert": (range(6, 18), 3), "bulk_insert": (range(100, 106), 3), "delete": (range(10, 14), 4)}
+"""The writes the matrix runs: operation -> (ids, ordering value)."""
+
+
+def _invocations(op: str, path: Path, tmp: Path, options: dict[str, str]) -> list[list[str]]:
+    opts = [a for k, v in options.items() for a in ("--option", f"{k}={v}")]
+    if op == "read":
+        return [["read", str(path), "--out", str(tmp / "out.parquet")]]
+    if op == "write":
+        out = []
+        for w, (ids, ts) in WRITES.items():
+            data = tmp / f"{w}.parquet"
+            pq.write_table(rows(ids, ts), data)
+            out.append(["write", str(path), "--input", str(data), "--operation", w, *opts])
+        return out
+    return [["run", op, str(path), "--spark-master", "in-process", *opts]]
+
+
+def _keys(data: pa.Table) -> dict[str, int]:
+    """Record key -> ordering value of a read (each key at most once)."""
+    pairs = list(zip(data.column("id").to_pylist(), data.column("ts").to_pylist(), strict=True))
+    assert len(pairs) == len({k for k, _ in pairs}), "a key read twice"
+    return dict(pairs)
+
+
+def _hudi_rs_keys(path: Path) -> dict[str, int]:
+    from hudi import HudiTableBuilder
+
+    table = (
+        HudiTableBuilder.from_base_uri(str(path)).with_hudi_option("hoodie.metadata.enable", "false").build()
+    )
+    return _keys(pa.Table.from_batches(table.read()))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.shape.name.lower() for c in CASES])
+def test_shape_matrix(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every operation on every shape: refused ones name the shape and change no file; handled ones
+    run, and the table then reads (ours and hudi-rs's) as a model of the writes that ran says."""
+    path = base_table(tmp_path / "t")
+    model = {f"k{i}": 2 if i % 2 == 0 else 1 for i in range(12)}  # base_table's inserts and upserts
+    case.build(path)
+    if case.shape not in OPEN_REFUSED:
+        shape = HoodieTable.open(str(path)).shape(case.options)
+        found = shape.feature(case.shape)
+        assert found is not None and case.evidence in found.evidence, shape.features
+    for op in ("read", "write", *SERVICES_RUN, "indexing", "rollback", "restore", "savepoint"):
+        for argv in _invocations(op, path, tmp_path, case.options):
+            write_op = argv[argv.index("--operation") + 1] if op == "write" else None
+            refused = cell(case.shape, op, write_op)
+            if refused is None and (op not in ("read", "write", *SERVICES_RUN)):
+                continue  # handled; needs an instant or an index named to run (their own tests)
+            before = table_hash(path)
+            code = main(argv)
+            err = capsys.readouterr().err
+            if refused is not None:
+                assert code != 0, (op, write_op)
+                assert case.shape.value in err and case.evidence in err and "refused" in err, err
+                assert table_hash(path) == before, (op, write_op)
+                continue
+            assert code == 0, (op, write_op, err)
+            if write_op is not None:
+                ids, ts = WRITES[write_op]
+                for i in ids:
+                    if write_op == "delete":
+                        model.pop(f"k{i}", None)
+                    else:
+                        model[f"k{i}"] = ts
+    if cell(case.shape, "read") is None:
+        assert _keys(TableReader(HoodieTable.open(str(path))).snapshot()) == model
+        assert _hudi_rs_keys(path) == model
+
+
+def test_every_shape_of_the_census_is_in_the_matrix_and_tested() -> None:
+    tested = {c.shape for c in CASES}
+    informational = {s for s, row in MATRIX.items() if not row}
+    # Shapes handled everywhere are shown in TableShape but need no refusal test; NBCC's bucket rules
+    # are the simple bucket's.
+    assert set(Shape) - informational <= tested
+
+
+# -- detection ------------------------------------------------------------------------------------
+
+
+def test_one_non_bucket_file_id_makes_a_table_not_a_bucket_table(tmp_path: Path) -> None:
+    """A random UUID starts with 8 digits ~2.3% of the time: every file group must have the form."""
+    path = base_table(tmp_path / "t")
+    ids = _file_ids(path)
+    # All but the last file group get bucket ids; the last gets a prefix of letters (what a random
+    # UUID has 97.7% of the time).
+    rename_file_ids(path, lambda n, old: _bucket(n, old) if n < len(ids) - 1 else "abcdefgh" + old[8:])
+    shape = HoodieTable.open(str(path)).shape()
+    assert not shape.has(Shape.SIMPLE_BUCKET)
+    assert shape.refusal("clustering") is None
+
+
+def test_a_uuid_that_happens_to_start_with_eight_digits_counts_only_with_the_others(tmp_path: Path) -> None:
+    path = base_table(tmp_path / "t")
+    rename_file_ids(path, _bucket)
+    shape = HoodieTable.open(str(path)).shape()
+    assert shape.has(Shape.SIMPLE_BUCKET) and not shape.has(Shape.NBCC)
+    error = shape.refusal("clustering")
+    assert isinstance(error, UnsupportedShapeError) and isinstance(error, UnsupportedTableError)
+    assert "simple bucket index" in str(error) and "bucket form" in str(error)
+    assert str(pickle.loads(pickle.dumps(error))) == str(error)  # crosses process boundaries intact
+
+
+def test_latest_schema_in_commit_metadata_marks_schema_on_read(tmp_path: Path) -> None:
+    path = base_table(tmp_path / "t")
+    table = HoodieTable.open(str(path))
+    last = table.timeline.completed().writes().last()
+    assert last is not None
+    completed = next((path / ".hoodie").glob(f"{last.requested_time}.deltacommit"))
+    meta = json.loads(completed.read_text())
+    meta["extraMetadata"]["latest_schema"] = '{"max_column_id":3,"version_id":1,"type":"record","fields":[]}'
+    completed.write_text(json.dumps(meta))
+    shape = HoodieTable.open(str(path)).shape()
+    assert shape.has(Shape.SCHEMA_ON_READ)
+    with pytest.raises(
+        UnsupportedShapeError, match=f"latest_schema in the extra metadata of {last.requested_time}"
+    ):
+        shape.check("compaction")
+
+
+def test_declared_index_options(tmp_path: Path) -> None:
+    path = base_table(tmp_path / "t")
+    table = HoodieTable.open(str(path))
+    assert table.shape().refusal("clustering") is None
+    flink = table.shape({"hoodie.index.type": "flink_state"})
+    assert flink.has(Shape.FLINK_STATE) and flink.refusal("compaction") is None
+    assert "Flink-state index" in str(flink.refusal("clustering"))
+    consistent = table.shape(
+        {"hoodie.index.type": "BUCKET", "hoodie.index.bucket.engine": "CONSISTENT_HASHING"}
+    )
+    assert consistent.has(Shape.CONSISTENT_HASHING)
+    bucket = TableShape.declared("t", {"hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": "4"})
+    assert bucket.has(Shape.SIMPLE_BUCKET) and bucket.refusal("write", "insert") is not None
+
+
+def test_cli_create_with_a_declared_bucket_index_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "in.parquet"
+    pq.write_table(rows(range(4), 1), data)
+    target = tmp_path / "t"
+    argv = [
+        "write",
+        str(target),
+        "--input",
+        str(data),
+        "--operation",
+        "insert",
+        "--create",
+        "--record-key",
+        "id",
+    ]
+    code = main(
+        [*argv, "--option", "hoodie.index.type=BUCKET", "--option", "hoodie.bucket.index.num.buckets=4"]
+    )
+    assert code != 0 and "simple bucket index" in capsys.readouterr().err
+    assert not target.exists()
+
+
+def test_the_shape_is_cached_until_the_timeline_changes(tmp_path: Path) -> None:
+    path = base_table(tmp_path / "t", version=TableVersion.EIGHT)
+    table = HoodieTable.open(str(path))
+    first = table.shape()
+    assert table.shape() is first
+    table.reload()
+    assert table.shape() is first  # nothing changed
+    HoodieWriter(HoodieTable.open(str(path))).upsert(rows(range(2), 5))
+    table.reload()
+    assert table.shape() is not first
+
+
+def test_cow_cdc_bulk_insert_is_handled(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    HoodieWriter(new_table(path, table_type=TableType.COPY_ON_WRITE, metadata_table=False)).insert(
+        rows(range(4), 1)
+    )
+    cdc(path)
+    table = HoodieTable.open(str(path))
+    with pytest.raises(UnsupportedShapeError, match="CDC table"):
+        HoodieWriter(table).upsert(rows(range(2), 2))
+    result = HoodieWriter(HoodieTable.open(str(path))).bulk_insert(rows(range(10, 12), 2))
+    assert result.num_inserts == 2
+
+
+def test_matrix_lists_every_operation_for_open_refused_shapes() -> None:
+    for shape in OPEN_REFUSED:
+        assert set(MATRIX[shape]) == set(OPERATIONS)
+        assert all(cell(shape, "write", w) is not None for w in WRITE_OPERATIONS)
+
+
+def test_the_readme_matrix_is_the_modules_matrix() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    start = readme.index("<!-- shape-matrix:start")
+    body = readme[readme.index("\n", start) + 1 : readme.index("<!-- shape-matrix:end -->")]
+    assert body.strip() == markdown_table()
+
+
+def test_cdc_clean_removes_cdc_logs_with_their_slice(tmp_path: Path) -> None:
+    """``CleanPlanner``: with CDC on, clean the log files whatever the table type; a COW table's CDC
+    log (``.<fileId>_<commit>.log.1_<token>.cdc``, ``HoodieCDCLogger``) goes with its slice.
+
+    The census left the suffix's release open: ``HoodieCDCUtils.CDC_LOGFILE_SUFFIX`` became ``.cdc``
+    (from ``-cdc``) in HUDI-5082 (apache/hudi#7042, Oct 2022), before 0.13.0, so every table version
+    hts opens (6+, Hudi 0.14+) names CDC logs with ``.cdc``."""
+    path = tmp_path / "t"
+    writer = HoodieWriter(new_table(path, table_type=TableType.COPY_ON_WRITE, metadata_table=False))
+    writer.insert(rows(range(6), 1))
+    commits = [writer.upsert(rows(range(6), ts)).instant.requested_time for ts in (2, 3, 4)]
+    cdc(path)
+    cdc_logs = {}
+    for slice_ in HoodieTable.open(str(path)).file_system_view().all_file_slices():
+        if slice_.base_instant_time in commits and slice_.base_file is not None:
+            name = f".{slice_.file_id}_{slice_.base_instant_time}.log.1_0-1-0.cdc"
+            (path / slice_.partition_path / name).write_bytes(b"#HUDI#")
+            cdc_logs[slice_.base_instant_time, slice_.partition_path] = name
+    assert {ts for ts, _ in cdc_logs} == set(commits)
+    code = main(
+        [
+            "run",
+            "clean",
+            str(path),
+            "--spark-master",
+            "in-process",
+            "--option",
+            "hoodie.clean.commits.retained=1",
+        ]
+    )
+    assert code == 0
+    for (ts, partition), name in cdc_logs.items():
+        base_left = any(p.name.endswith(f"_{ts}.parquet") for p in (path / partition).iterdir())
+        assert (path / partition / name).exists() == base_left, (ts, name)
+    assert any(not (path / p / n).exists() for (_, p), n in cdc_logs.items())
+
+
+def test_cdc_clustering_and_log_compaction_commit_operation_types_cdc_readers_skip(tmp_path: Path) -> None:
+    """``HoodieCDCExtractor`` keeps only ``WriteOperationType.yieldChanges`` commits: CLUSTER and
+    LOG_COMPACT are skipped, so these services need no CDC log."""
+    path = base_table(tmp_path / "t", version=TableVersion.EIGHT)
+    HoodieWriter(HoodieTable.open(str(path))).upsert(rows(range(1, 12, 2), 3))
+    cdc(path)
+    options = ["--spark-master", "in-process", "--option", "hoodie.log.compaction.blocks.threshold=1"]
+    assert main(["run", "logcompaction", str(path), *options]) == 0
+    assert main(["run", "clustering", str(path), "--spark-master", "in-process"]) == 0
+    table = HoodieTable.open(str(path))
+    timeline = table.reload()
+    operations = {
+        i.action.value: table.commit_metadata(i).operation_type
+        for i in timeline.completed()
+        if i.action in (Action.REPLACE_COMMIT, Action.DELTA_COMMIT)
+        and table.commit_metadata(i).operation_type in ("CLUSTER", "LOG_COMPACT")
+    }
+    assert operations == {"replacecommit": "CLUSTER", "deltacommit": "LOG_COMPACT"}
+
+
+def test_a_non_bucket_verdict_is_kept_until_its_witness_file_group_is_replaced(tmp_path: Path) -> None:
+    path = base_table(tmp_path / "t", version=TableVersion.EIGHT)
+    table = HoodieTable.open(str(path))
+    first = table.shape()
+    witness = first.not_bucket_witness
+    assert witness is not None and not first.has(Shape.SIMPLE_BUCKET)
+    HoodieWriter(HoodieTable.open(str(path))).upsert(rows(range(3), 7))
+    table.reload()
+    second = table.shape()
+    assert second is not first and second.not_bucket_witness == witness
+    HoodieWriter(HoodieTable.open(str(path))).write(rows(range(3), 8), WriteOperation.INSERT_OVERWRITE_TABLE)
+    table.reload()
+    third = table.shape()
+    assert third.not_bucket_witness is not None and third.not_bucket_witness != witness
+    assert third.not_bucket_witness in {s.group_id for s in table.file_system_view().latest_file_slices()}
+
+
+def test_the_matrix_names_every_service_and_write_operation() -> None:
+    from hoodie.services.base import KNOWN_SERVICES
+    from hoodie.shape.matrix import SERVICE_OPERATIONS
+
+    assert set(SERVICE_OPERATIONS) == set(KNOWN_SERVICES)
+    assert set(WRITE_OPERATIONS) == {o.value for o in WriteOperation}
