@@ -90,8 +90,12 @@ _BUCKET_CLUSTERING = (
     "ClusteringUtil.validateClusteringScheduling refuses it)"
 )
 _BUCKET_WRITE = (
-    "Hudi's writer routes every key to the file group of its bucket (BucketIdentifier hash of the "
-    "hash fields, one file group per bucket); hts's writer does not route by bucket yet"
+    "HoodieSimpleBucketLayout.SUPPORTED_OPERATIONS has insert, upsert, delete and insert_overwrite only; "
+    "hts's writer routes those by bucket (hoodie.write.bucket_planner) and refuses the others"
+)
+_NBCC_OVERWRITE = (
+    "Hudi rejects insert_overwrite under non-blocking concurrency control (the bucket partitioners "
+    "refuse it; HoodieWriteConfig: NBCC needs MOR with the simple bucket index)"
 )
 _CONSISTENT_CLUSTERING = (
     "the only clustering Hudi allows is the resize of the hashing ring "
@@ -186,8 +190,19 @@ MATRIX: Mapping[Shape, Mapping[str, str]] = MappingProxyType(
             f"{WRITE}:insert": _CDC_WRITE,
             "compaction": _CDC_COMPACTION,
         },
-        Shape.SIMPLE_BUCKET: {WRITE: _BUCKET_WRITE, "clustering": _BUCKET_CLUSTERING},
-        Shape.NBCC: {WRITE: _BUCKET_WRITE, "clustering": _BUCKET_CLUSTERING},
+        # Writes are routed by bucket (hoodie.write.bucket_planner, which also refuses a bucket table
+        # written without its bucket options, naming a file id and the keys to pass).
+        Shape.SIMPLE_BUCKET: {
+            f"{WRITE}:bulk_insert": _BUCKET_WRITE,
+            f"{WRITE}:insert_overwrite_table": _BUCKET_WRITE,
+            "clustering": _BUCKET_CLUSTERING,
+        },
+        Shape.NBCC: {
+            f"{WRITE}:bulk_insert": _BUCKET_WRITE,
+            f"{WRITE}:insert_overwrite": _NBCC_OVERWRITE,
+            f"{WRITE}:insert_overwrite_table": _BUCKET_WRITE,
+            "clustering": _BUCKET_CLUSTERING,
+        },
         Shape.CONSISTENT_HASHING: {
             WRITE: _CONSISTENT_WRITE,
             "clustering": _CONSISTENT_CLUSTERING,

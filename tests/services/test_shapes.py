@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import pickle
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +20,7 @@ import pytest
 
 from hoodie.config.table_config import TableType, TableVersion, update_table_properties
 from hoodie.errors import UnsupportedShapeError, UnsupportedTableError
-from hoodie.index.bucket import bucket_id_str, nbcc_bucket_file_id
+from hoodie.index.bucket import bucket_id_str
 from hoodie.io.fileio import LocalFileIO
 from hoodie.read.reader import TableReader
 from hoodie.shape.matrix import (
@@ -118,12 +119,22 @@ def cdc(path: Path) -> None:  # HoodieTableConfig.CDC_ENABLED / CDC_SUPPLEMENTAL
     )
 
 
-def simple_bucket(path: Path) -> None:  # BucketIdentifier.newBucketFileIdPrefix
-    rename_file_ids(path, _bucket)
+BUCKET_OPTIONS = {"hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": "4"}
+NBCC_OPTIONS = {**BUCKET_OPTIONS, "hoodie.write.concurrency.mode": "NON_BLOCKING_CONCURRENCY_CONTROL"}
 
 
-def nbcc(path: Path) -> None:  # BucketIdentifier.newBucketFileIdForNBCC
-    rename_file_ids(path, lambda n, _old: nbcc_bucket_file_id(n))
+def bucket_table(options: dict[str, str], version: TableVersion) -> Callable[[Path], None]:
+    """The base table's writes made by a writer with Hudi's bucket index (``BucketIdentifier``:
+    one file group per bucket, ids ``newBucketFileIdPrefix`` / ``newBucketFileIdForNBCC``)."""
+
+    def build(path: Path) -> None:
+        shutil.rmtree(path)
+        table = new_table(path, version=version, metadata_table=False)
+        writer = HoodieWriter(table, write_props=options)
+        writer.insert(rows(range(12), 1))
+        writer.upsert(rows(range(0, 12, 2), 2))
+
+    return build
 
 
 def consistent_hashing(path: Path) -> None:
@@ -229,8 +240,13 @@ class Case:
 
 CASES = [
     Case(Shape.CDC, cdc, evidence="hoodie.table.cdc.enabled=true"),
-    Case(Shape.SIMPLE_BUCKET, simple_bucket, evidence="bucket form"),
-    Case(Shape.NBCC, nbcc, evidence="NBCC form"),
+    Case(
+        Shape.SIMPLE_BUCKET,
+        bucket_table(BUCKET_OPTIONS, TableVersion.SIX),
+        BUCKET_OPTIONS,
+        evidence="bucket form",
+    ),
+    Case(Shape.NBCC, bucket_table(NBCC_OPTIONS, TableVersion.EIGHT), NBCC_OPTIONS, evidence="NBCC form"),
     Case(Shape.CONSISTENT_HASHING, consistent_hashing, evidence=".hashing_meta"),
     Case(Shape.PARTITION_BUCKET, partition_bucket, evidence=".hashing_config"),
     Case(
@@ -418,31 +434,30 @@ def test_declared_index_options(tmp_path: Path) -> None:
     )
     assert consistent.has(Shape.CONSISTENT_HASHING)
     bucket = TableShape.declared("t", {"hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": "4"})
-    assert bucket.has(Shape.SIMPLE_BUCKET) and bucket.refusal("write", "insert") is not None
+    assert bucket.has(Shape.SIMPLE_BUCKET) and bucket.refusal("write", "insert") is None
+    assert bucket.refusal("write", "bulk_insert") is not None and bucket.refusal("clustering") is not None
 
 
-def test_cli_create_with_a_declared_bucket_index_writes_nothing(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_cli_create_with_a_declared_bucket_index(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--create`` with Hudi's bucket options makes a bucket table (recognised from storage after),
+    and a write the simple bucket layout does not support is refused before the table is created."""
     data = tmp_path / "in.parquet"
     pq.write_table(rows(range(4), 1), data)
+    bucket = ["--option", "hoodie.index.type=BUCKET", "--option", "hoodie.bucket.index.num.buckets=4"]
+
+    def create(target: Path, operation: str) -> int:
+        argv = ["write", str(target), "--input", str(data), "--operation", operation, "--create"]
+        return main([*argv, "--record-key", "id", *bucket])
+
+    refused = tmp_path / "refused"
+    assert create(refused, "bulk_insert") != 0
+    assert "simple bucket index" in capsys.readouterr().err
+    assert not refused.exists()
+
     target = tmp_path / "t"
-    argv = [
-        "write",
-        str(target),
-        "--input",
-        str(data),
-        "--operation",
-        "insert",
-        "--create",
-        "--record-key",
-        "id",
-    ]
-    code = main(
-        [*argv, "--option", "hoodie.index.type=BUCKET", "--option", "hoodie.bucket.index.num.buckets=4"]
-    )
-    assert code != 0 and "simple bucket index" in capsys.readouterr().err
-    assert not target.exists()
+    assert create(target, "insert") == 0
+    found = HoodieTable.open(str(target)).shape({}).feature(Shape.SIMPLE_BUCKET)
+    assert found is not None and "bucket form" in found.evidence
 
 
 def test_the_shape_is_cached_until_the_timeline_changes(tmp_path: Path) -> None:
