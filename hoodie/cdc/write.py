@@ -1,0 +1,91 @@
+"""CDC logs of the writes that rewrite a base file: COW merges and MOR compaction.
+
+As Hudi's ``HoodieMergeHandleWithChangeLog`` (COW upsert/delete, and an insert into a small file)
+and 1.1's ``FileGroupReaderBasedMergeHandle`` (compaction) do: the changes between the old base
+file and the new one go to a CDC log file beside the new base file, and the write stat's
+``cdcStats`` maps the log's path to its size.
+
+A COW write skips the log where ``HoodieCDCExtractor.parseWriteStat`` infers the changes from the
+stat alone: a delete that leaves the file group empty (``BASE_FILE_DELETE``) and a write whose
+every record is new (``BASE_FILE_INSERT``). Everywhere else the extractor requires the log
+("There should be a cdc log file"), even when no record changed; then, as Hudi's logger does on
+close, the log holds one empty block. Compaction always writes it (1.1 closes the logger for every
+file group it compacts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hoodie.cdc.logger import CDCLogFile, Changes, cdc_log_file, diff_by_key, inserts_only, write_cdc_log
+from hoodie.cdc.schemas import SupplementalLoggingMode, cdc_enabled, logging_mode
+from hoodie.config.table_config import TableConfig
+from hoodie.io.fileio import FileIO
+from hoodie.write.markers import IOType, WriteMarkers
+
+
+@dataclass(frozen=True)
+class CDCWrite:
+    """What a handle needs to log changes: the mode and the table schema (with meta fields)."""
+
+    mode: SupplementalLoggingMode
+    table_schema: Mapping[str, Any]
+
+    @classmethod
+    def of(cls, config: TableConfig, table_schema: Mapping[str, Any]) -> CDCWrite | None:
+        """The CDC settings of a table, None when CDC is off."""
+        return cls(logging_mode(config), table_schema) if cdc_enabled(config) else None
+
+
+def extractor_infers(
+    *, delete_operation: bool, writes: int, deletes: int, inserts: int, updates: int
+) -> bool:
+    """Whether Hudi's CDC extractor derives a base-file write's changes without a CDC log."""
+    if delete_operation and writes == 0 and deletes != 0:
+        return True  # BASE_FILE_DELETE
+    return updates == 0 and writes == inserts  # BASE_FILE_INSERT
+
+
+def merge_changes(before: pa.Table, after: pa.Table, instant_time: str, *, concat: bool) -> Changes:
+    """The changes of a COW merge; ``concat`` (insert without merging) logs the appended rows as inserts."""
+    if concat:
+        ours = pc.fill_null(pc.equal(after["_hoodie_commit_time"], instant_time), False)
+        return inserts_only(after, np.flatnonzero(ours.to_numpy(zero_copy_only=False)))
+    return diff_by_key(before, after)
+
+
+def log_changes(
+    cdc: CDCWrite,
+    fileio: FileIO,
+    base_path: str,
+    markers: WriteMarkers,
+    partition: str,
+    file_id: str,
+    instant_time: str,
+    write_token: str,
+    changes: Changes,
+    before: pa.Table,
+    after: pa.Table,
+) -> dict[str, int]:
+    """Write the CDC log of one file group under an APPEND marker; returns its ``cdcStats``."""
+    markers.create(partition, cdc_log_file(file_id, instant_time, write_token).name, IOType.APPEND)
+    written: CDCLogFile = write_cdc_log(
+        fileio,
+        base_path,
+        partition,
+        file_id,
+        instant_time,
+        write_token,
+        cdc.mode,
+        cdc.table_schema,
+        changes,
+        before,
+        after,
+    )
+    return {written.path: written.size}
