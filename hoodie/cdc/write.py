@@ -26,7 +26,9 @@ import pyarrow.compute as pc
 from hoodie.cdc.logger import CDCLogFile, Changes, cdc_log_file, diff_by_key, inserts_only, write_cdc_log
 from hoodie.cdc.schemas import SupplementalLoggingMode, cdc_enabled, logging_mode
 from hoodie.config.table_config import TableConfig
-from hoodie.io.fileio import FileIO
+from hoodie.file_group.file_slice import FileSlice
+from hoodie.io.fileio import FileIO, join
+from hoodie.read.slice_reader import read_parquet
 from hoodie.write.markers import IOType, WriteMarkers
 
 
@@ -89,3 +91,39 @@ def log_changes(
         after,
     )
     return {written.path: written.size}
+
+
+def log_compaction_changes(
+    cdc: CDCWrite,
+    fileio: FileIO,
+    base_path: str,
+    markers: WriteMarkers,
+    file_slice: FileSlice,
+    instant_time: str,
+    write_token: str,
+    schema: pa.Schema,
+    merged: list[pa.Table],
+) -> dict[str, int]:
+    """The CDC log of compacting ``file_slice`` into ``merged`` (the new base file's rows): the diff
+    between the old base file and the merged output, as ``FileGroupReaderBasedMergeHandle``'s
+    ``CDCCallback`` logs it (inserts, updates with before/after, deletes)."""
+    if file_slice.base_file is not None:
+        path = join(base_path, file_slice.partition_path, file_slice.base_file.name)
+        before = read_parquet(fileio, path, schema)
+    else:
+        before = schema.empty_table()
+    after = pa.concat_tables(merged) if merged else schema.empty_table()
+    changes = diff_by_key(before, after)
+    return log_changes(
+        cdc,
+        fileio,
+        base_path,
+        markers,
+        file_slice.partition_path,
+        file_slice.file_id,
+        instant_time,
+        write_token,
+        changes,
+        before,
+        after,
+    )
