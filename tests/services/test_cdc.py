@@ -1,0 +1,395 @@
+"""CDC tables: the CDC logs hts writes (COW merges, MOR compaction) and the CDC query.
+
+After each operation the CDC query over that one instant equals a model of the changes (before and
+after images); CDC blocks decode with fastavro under the schema derived here from Hudi's
+``HoodieCDCUtils`` (framing parsed here too); ``cdcStats`` are the CDC files' sizes; clean removes
+CDC logs with their slice; clustering and log compaction commit with operation types the CDC query
+skips.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+from pathlib import Path
+from typing import Any
+
+import fastavro
+import pytest
+
+from hoodie.cdc.reader import read_cdc
+from hoodie.cdc.schemas import SupplementalLoggingMode
+from hoodie.config.table_config import TableType, TableVersion
+from hoodie.errors import HoodieError, InvalidTableConfigError
+from hoodie.models.clean import CleaningPolicy
+from hoodie.read.reader import TableReader
+from hoodie.services.base import LocalRunner, ServiceContext
+from hoodie.services.clean import CleanPolicy, execute_clean, schedule_clean
+from hoodie.services.clustering import ClusteringPolicy, execute_clustering, schedule_clustering
+from hoodie.services.compaction import CompactionPolicy, execute_compaction, schedule_compaction
+from hoodie.services.logcompaction import LogCompactionPolicy, execute_log_compaction, schedule_log_compaction
+from hoodie.table import HoodieTable
+from hoodie.write.options import WriteOptions
+from hoodie.write.writer import HoodieWriter
+from tests.tables import new_table, rows
+
+MODES = list(SupplementalLoggingMode)
+DATA = ("id", "ts", "v", "p")
+Change = tuple[str, str, str | None, str | None]  # op, ts_ms, before, after (canonical JSON)
+
+
+def _cdc_table(path: Path, table_type: TableType, version: TableVersion, mode: str) -> HoodieTable:
+    """A CDC table as Hudi creates one: the two CDC keys in ``hoodie.properties``."""
+    return new_table(
+        path,
+        table_type=table_type,
+        version=version,
+        metadata_table=False,
+        extra_properties={
+            "hoodie.table.cdc.enabled": "true",
+            "hoodie.table.cdc.supplemental.logging.mode": mode,
+        },
+    )
+
+
+def _state(path: Path) -> dict[str, dict[str, Any]]:
+    data = TableReader(HoodieTable.open(str(path))).snapshot()
+    return {r["id"]: {k: r[k] for k in DATA} for r in data.to_pylist()}
+
+
+def _read_optimized(path: Path) -> dict[str, dict[str, Any]]:
+    data = TableReader(HoodieTable.open(str(path))).read_optimized()
+    return {r["id"]: {k: r[k] for k in DATA} for r in data.to_pylist()}
+
+
+def _image(row: dict[str, Any] | None) -> str | None:
+    return None if row is None else json.dumps(row, sort_keys=True)
+
+
+def _model(before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]], ts: str) -> list[Change]:
+    """The changes that turn one table state into the next, by key."""
+    out: list[Change] = []
+    for key in before.keys() | after.keys():
+        b, a = before.get(key), after.get(key)
+        if b == a:
+            continue
+        op = "i" if b is None else "d" if a is None else "u"
+        out.append((op, ts, _image(b), _image(a)))
+    return sorted(out, key=str)
+
+
+def _model_overwrite(
+    before: dict[str, dict[str, Any]], written: list[dict[str, Any]], ts: str
+) -> list[Change]:
+    """insert_overwrite: every row of the replaced partitions deleted, the written rows inserted."""
+    partitions = {r["p"] for r in written}
+    out: list[Change] = [("d", ts, _image(r), None) for r in before.values() if r["p"] in partitions]
+    out += [("i", ts, None, _image({k: r[k] for k in DATA})) for r in written]
+    return sorted(out, key=str)
+
+
+def _parse(text: str | None) -> str | None:
+    """A CDC image as canonical JSON (Hudi prints a missing Avro image as the text ``null``)."""
+    if text is None:
+        return None
+    value = json.loads(text)
+    return None if value is None else json.dumps(value, sort_keys=True)
+
+
+def _query(path: Path, begin: str, end: str, *, from_compaction: bool = False) -> list[Change]:
+    out = read_cdc(HoodieTable.open(str(path)), begin, end, from_compaction=from_compaction)
+    assert out.schema.names == ["op", "ts_ms", "before", "after"]
+    return sorted(
+        ((r["op"], r["ts_ms"], _parse(r["before"]), _parse(r["after"])) for r in out.to_pylist()), key=str
+    )
+
+
+def _cdc_stats_match_files(path: Path, instant: str) -> int:
+    """Every ``cdcStats`` entry of ``instant`` names a CDC log of that size; returns their count."""
+    table = HoodieTable.open(str(path))
+    tl = table.reload()
+    meta = table.commit_metadata(next(i for i in tl.completed() if i.requested_time == instant), tl)
+    n = 0
+    for stat in meta.write_stats():
+        for rel, size in (stat.cdc_stats or {}).items():
+            assert rel.endswith(".cdc") and f"_{instant}.log.1_" in rel
+            assert (path / rel).stat().st_size == size
+            n += 1
+    return n
+
+
+def _compact(path: Path) -> str:
+    ctx = ServiceContext(HoodieTable.open(str(path)))
+    scheduled = schedule_compaction(ctx, CompactionPolicy())
+    assert scheduled is not None and scheduled.instant_time is not None
+    execute_compaction(ctx, scheduled.instant_time, LocalRunner())
+    return scheduled.instant_time
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("table_type", [TableType.COPY_ON_WRITE, TableType.MERGE_ON_READ])
+@pytest.mark.parametrize("version", [TableVersion.SIX, TableVersion.NINE])
+def test_cdc_query_after_each_operation_equals_the_model(
+    tmp_path: Path, table_type: TableType, version: TableVersion, mode: SupplementalLoggingMode
+) -> None:
+    path = tmp_path / "t"
+    table = _cdc_table(path, table_type, version, mode.value)
+    writer = HoodieWriter(table)
+    last = "0"
+    state: dict[str, dict[str, Any]] = {}
+
+    cow = table_type is TableType.COPY_ON_WRITE
+
+    def check(instant: str, expected: list[Change], *, logs: bool | None) -> None:
+        """``logs``: whether the instant must have written CDC logs (None: either, by placement)."""
+        nonlocal last, state
+        assert _query(path, last, instant) == expected
+        written = _cdc_stats_match_files(path, instant)
+        assert logs is None or (written > 0) is logs
+        last, state = instant, _state(path)
+
+    # insert into new file groups: the reader infers the inserts (no CDC log)
+    done = writer.insert(rows(range(8), 1)).instant.requested_time
+    check(done, _model(state, _state(path), done), logs=False)
+    # upsert: updates (COW rewrite, MOR log or small base file) and inserts into small files
+    done = writer.upsert(rows([0, 1, 2, 8, 9], 2)).instant.requested_time
+    check(done, _model(state, _state(path), done), logs=cow or None)
+    # delete
+    done = writer.delete(rows([3, 4], 3).select(["id", "p"])).instant.requested_time
+    check(done, _model(state, _state(path), done), logs=cow)
+    # insert of new keys into the small files (appended without merging)
+    done = writer.insert(rows([12, 13, 14], 4)).instant.requested_time
+    check(done, _model(state, _state(path), done), logs=cow or None)
+    if table_type is TableType.MERGE_ON_READ:
+        before, merged = _read_optimized(path), _state(path)
+        done = _compact(path)
+        assert _query(path, last, done) == []  # Spark: compaction commits are no CDC source
+        assert _query(path, last, done, from_compaction=True) == _model(before, merged, done)  # Flink
+        check(done, [], logs=True)
+    # insert_overwrite writes no CDC log: the reader infers deletes of the replaced file groups
+    written = rows([10, 11], 5)
+    done = writer.insert_overwrite(written).instant.requested_time
+    check(done, _model_overwrite(state, written.to_pylist(), done), logs=False)
+    # one query over everything still works
+    assert len(_query(path, "0", done)) > 0
+
+
+def _hudi_cdc_schema(table_schema: dict[str, Any], mode: str) -> dict[str, Any]:
+    """The CDC block schema of Hudi's ``HoodieCDCUtils`` for ``mode``, written out here."""
+    if mode == "OP_KEY_ONLY":
+        return {
+            "type": "record",
+            "name": "Record",
+            "fields": [
+                {"name": "op", "type": ["string", "null"]},
+                {"name": "record_key", "type": ["string", "null"]},
+            ],
+        }
+    image = {
+        **table_schema,
+        "fields": [f for f in table_schema["fields"] if not f["name"].startswith("_hoodie")],
+    }
+    full = f"{image['namespace']}.{image['name']}"
+
+    def field(name: str, typ: Any) -> dict[str, Any]:
+        return {"name": name, "type": ["null", typ], "doc": "", "default": None}
+
+    if mode == "DATA_BEFORE_AFTER":
+        fields = [
+            field("op", "string"),
+            field("ts_ms", "string"),
+            field("before", image),
+            field("after", full),
+        ]
+    else:
+        fields = [field("op", "string"), field("record_key", "string"), field("before", image)]
+    return {"type": "record", "name": "CDC", "namespace": image["namespace"], "doc": "", "fields": fields}
+
+
+def _blocks(data: bytes) -> list[tuple[int, dict[int, str], bytes]]:
+    """(block type, header, content) of each block of a Hudi log file (format version 1)."""
+    out, pos = [], 0
+    while pos < len(data):
+        assert data[pos : pos + 6] == b"#HUDI#"
+        (length,) = struct.unpack_from(">q", data, pos + 6)
+        start = pos + 14
+        version, block_type, count = struct.unpack_from(">iii", data, start)
+        assert version == 1
+        p = start + 12
+        header = {}
+        for _ in range(count):
+            key, size = struct.unpack_from(">ii", data, p)
+            header[key] = data[p + 8 : p + 8 + size].decode()
+            p += 8 + size
+        (content_len,) = struct.unpack_from(">q", data, p)
+        out.append((block_type, header, data[p + 8 : p + 8 + content_len]))
+        pos = start + length
+    return out
+
+
+def _records(content: bytes, schema: dict[str, Any]) -> list[dict[str, Any]]:
+    """The records of an Avro data block's content: version 3, count, then length-prefixed datums."""
+    version, count = struct.unpack_from(">ii", content, 0)
+    assert version == 3
+    parsed = fastavro.parse_schema(schema)
+    out, pos = [], 8
+    for _ in range(count):
+        (n,) = struct.unpack_from(">i", content, pos)
+        out.append(fastavro.schemaless_reader(io.BytesIO(content[pos + 4 : pos + 4 + n]), parsed))
+        pos += 4 + n
+    assert pos == len(content)
+    return out
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_cdc_blocks_decode_with_hudis_cdc_schema(tmp_path: Path, mode: SupplementalLoggingMode) -> None:
+    path = tmp_path / "t"
+    table = _cdc_table(path, TableType.COPY_ON_WRITE, TableVersion.EIGHT, mode.value)
+    writer = HoodieWriter(table)
+    writer.insert(rows(range(6), 1))
+    old = _state(path)
+    result = writer.upsert(rows([0, 3, 6], 2))  # k0, k3 updated in p0; k6 inserted into p0's file
+    instant = result.instant.requested_time
+    writer_schema = HoodieTable.open(str(path)).latest_schema_json()
+    assert writer_schema is not None
+    expected_schema = _hudi_cdc_schema(writer_schema, mode.value)
+    stats = [s for s in result.write_stats if s.cdc_stats]
+    assert [s.partition_path for s in stats] == ["p0"]
+    (rel, size), *_ = stats[0].cdc_stats.items()  # type: ignore[union-attr]
+    data = (path / rel).read_bytes()
+    assert len(data) == size
+    (block_type, header, content), *more = _blocks(data)
+    assert not more and block_type == 6  # CDC_DATA_BLOCK
+    assert header[0] == instant  # INSTANT_TIME
+    assert json.loads(header[2]) == expected_schema  # SCHEMA
+    got = sorted(_records(content, expected_schema), key=lambda r: str(r["op"]))
+    new = {k: {c: v for c, v in r.items()} for k, r in _state(path).items()}
+    if mode is SupplementalLoggingMode.OP_KEY_ONLY:
+        assert got == [{"op": "i", "record_key": "k6"}, *({"op": "u", "record_key": k} for k in ("k0", "k3"))]
+    elif mode is SupplementalLoggingMode.DATA_BEFORE:
+        assert got == [
+            {"op": "i", "record_key": "k6", "before": None},
+            *({"op": "u", "record_key": k, "before": old[k]} for k in ("k0", "k3")),
+        ]
+    else:
+        assert sorted(got, key=str) == sorted(
+            [
+                {"op": "i", "ts_ms": instant, "before": None, "after": new["k6"]},
+                *({"op": "u", "ts_ms": instant, "before": old[k], "after": new[k]} for k in ("k0", "k3")),
+            ],
+            key=str,
+        )
+
+
+def test_compaction_cdc_logs_hold_the_diff_of_base_and_merged_slice(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    table = _cdc_table(path, TableType.MERGE_ON_READ, TableVersion.EIGHT, "DATA_BEFORE_AFTER")
+    writer = HoodieWriter(table)
+    writer.insert(rows(range(9), 1))
+    writer.upsert(rows([0, 1], 2))
+    writer.upsert(rows([0], 0))  # loses on ordering: the stored record stays, no change logged
+    writer.delete(rows([2], 3).select(["id", "p"]))
+    before, merged = _read_optimized(path), _state(path)
+    done = _compact(path)
+    table = HoodieTable.open(str(path))
+    tl = table.reload()
+    meta = table.commit_metadata(next(i for i in tl.completed() if i.requested_time == done), tl)
+    assert meta.operation_type == "COMPACT"
+    schema = _hudi_cdc_schema(table.latest_schema_json() or {}, "DATA_BEFORE_AFTER")
+    logged = []
+    for stat in meta.write_stats():
+        assert stat.cdc_stats, f"compaction of {stat.file_id} wrote no CDC log"
+        for rel, size in stat.cdc_stats.items():
+            data = (path / rel).read_bytes()
+            assert len(data) == size
+            for block_type, _, content in _blocks(data):
+                assert block_type == 6
+                logged += [
+                    (r["op"], r["ts_ms"], _image(r["before"]), _image(r["after"]))
+                    for r in _records(content, schema)
+                ]
+    assert sorted(logged, key=str) == _model(before, merged, done)
+
+
+def test_clean_removes_cdc_logs_with_their_slice(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    table = _cdc_table(path, TableType.COPY_ON_WRITE, TableVersion.EIGHT, "DATA_BEFORE_AFTER")
+    writer = HoodieWriter(table)
+    writer.insert(rows(range(6), 1))
+    for ts in range(2, 6):
+        writer.upsert(rows([0, 1, 2], ts))
+    cdc_logs = {p.name for p in path.rglob("*.cdc")}
+    assert len(cdc_logs) == 4 * 3
+    ctx = ServiceContext(HoodieTable.open(str(path)))
+    policy = CleanPolicy(policy=CleaningPolicy.KEEP_LATEST_FILE_VERSIONS, file_versions_retained=1)
+    scheduled = schedule_clean(ctx, policy)
+    assert scheduled is not None and scheduled.instant_time is not None
+    execute_clean(ctx, scheduled.instant_time, LocalRunner())
+    latest = {
+        s.base_file.commit_time
+        for s in HoodieTable.open(str(path)).file_system_view().latest_file_slices()
+        if s.base_file
+    }
+    kept = {p.name for p in path.rglob("*.cdc")}
+    assert kept == {n for n in cdc_logs if n.split("_")[1].split(".")[0] in latest}
+    assert len(kept) == 3
+
+
+def test_clustering_and_log_compaction_commit_as_no_cdc_source(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    table = _cdc_table(path, TableType.MERGE_ON_READ, TableVersion.EIGHT, "DATA_BEFORE_AFTER")
+    writer = HoodieWriter(table, options=WriteOptions(small_file_limit=0))
+    for b in range(3):
+        writer.insert(rows(range(b * 10, b * 10 + 10), 1))
+    for ts in range(2, 6):
+        last = writer.upsert(rows([0, 10, 20], ts)).instant.requested_time
+    ctx = ServiceContext(HoodieTable.open(str(path)), options={"hoodie.log.compaction.blocks.threshold": "2"})
+    scheduled = schedule_log_compaction(ctx, LogCompactionPolicy.from_options(ctx.options))
+    assert scheduled is not None and scheduled.instant_time is not None
+    execute_log_compaction(ctx, scheduled.instant_time, LocalRunner())
+    ctx = ServiceContext(HoodieTable.open(str(path)))
+    clustered = schedule_clustering(ctx, ClusteringPolicy.from_options(ctx.options))
+    assert clustered is not None and clustered.instant_time is not None
+    execute_clustering(ctx, clustered.instant_time, LocalRunner())
+    table = HoodieTable.open(str(path))
+    tl = table.reload()
+    ops = {i.requested_time: table.commit_metadata(i, tl).operation_type for i in tl.completed().writes()}
+    assert ops[scheduled.instant_time] == "LOG_COMPACT" and ops[clustered.instant_time] == "CLUSTER"
+    end = max(ops)
+    assert _query(path, last, end) == [] and _query(path, last, end, from_compaction=True) == []
+
+
+def test_a_rewrite_without_cdc_log_fails_the_query_as_hudi_does(tmp_path: Path) -> None:
+    """The reported bug's symptom: a COW rewrite without a CDC log cannot be read as CDC."""
+    path = tmp_path / "t"
+    table = new_table(path, table_type=TableType.COPY_ON_WRITE, metadata_table=False)
+    writer = HoodieWriter(table)
+    first = writer.insert(rows(range(3), 1)).instant.requested_time
+    writer.upsert(rows([0], 2))
+    props = path / ".hoodie" / "hoodie.properties"
+    props.write_text(props.read_text() + "hoodie.table.cdc.enabled=true\n")
+    with pytest.raises(HoodieError, match="There should be a cdc log file"):
+        read_cdc(HoodieTable.open(str(path)), first)
+
+
+@pytest.mark.parametrize(
+    ("value", "mode"),
+    [
+        ("DATA_BEFORE_AFTER", SupplementalLoggingMode.DATA_BEFORE_AFTER),
+        ("data_before", SupplementalLoggingMode.DATA_BEFORE),
+        (" op_key_only ", SupplementalLoggingMode.OP_KEY_ONLY),
+        ("cdc_op_key", SupplementalLoggingMode.OP_KEY_ONLY),
+        ("cdc_data_before_after", SupplementalLoggingMode.DATA_BEFORE_AFTER),
+        (None, SupplementalLoggingMode.DATA_BEFORE_AFTER),
+    ],
+)
+def test_logging_mode_is_read_leniently(value: str | None, mode: SupplementalLoggingMode) -> None:
+    assert SupplementalLoggingMode.parse(value) is mode
+
+
+def test_unknown_logging_mode_is_named() -> None:
+    with pytest.raises(
+        InvalidTableConfigError, match="hoodie.table.cdc.supplemental.logging.mode=everything"
+    ):
+        SupplementalLoggingMode.parse("everything")
