@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import fastavro
+import pyarrow.parquet as pq
 import pytest
 
 from hoodie.cdc.reader import read_cdc
@@ -393,3 +394,35 @@ def test_unknown_logging_mode_is_named() -> None:
         InvalidTableConfigError, match="hoodie.table.cdc.supplemental.logging.mode=everything"
     ):
         SupplementalLoggingMode.parse("everything")
+
+
+def test_cli_reads_cdc_as_spark_and_flink(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from service.cli import main
+
+    path = tmp_path / "t"
+    table = _cdc_table(path, TableType.MERGE_ON_READ, TableVersion.EIGHT, "DATA_BEFORE_AFTER")
+    writer = HoodieWriter(table)
+    first = writer.insert(rows(range(6), 1)).instant.requested_time
+    writer.upsert(rows([0, 1], 2))
+    before, merged = _read_optimized(path), _state(path)
+    done = _compact(path)
+    out = tmp_path / "cdc.parquet"
+    base = ["read", str(path), "--begin-instant", first, "--out", str(out)]
+    assert main([*base, "--cdc"]) == 0
+    spark = pq.read_table(out)
+    assert spark.schema.names == ["op", "ts_ms", "before", "after"]
+    assert sorted(spark["op"].to_pylist()) == ["u", "u"] and done not in spark["ts_ms"].to_pylist()
+    assert main([*base, "--cdc-from-compaction", "--end-instant", done]) == 0
+    flink = pq.read_table(out)
+    from_compaction = [r for r in flink.to_pylist() if r["ts_ms"] == done]
+    assert sorted(
+        (r["op"], r["ts_ms"], _parse(r["before"]), _parse(r["after"])) for r in from_compaction
+    ) == _model(before, merged, done)
+    assert "changes to" in capsys.readouterr().out
+    assert main(["read", str(path), "--cdc", "--out", str(out)]) == 2
+    assert "--cdc needs --begin-instant" in capsys.readouterr().err
+    assert (
+        main(["read", str(path), "--cdc", "--begin-instant", done, "--end-instant", first, "--out", str(out)])
+        == 2
+    )
+    assert "not a valid range" in capsys.readouterr().err
