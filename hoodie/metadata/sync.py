@@ -397,6 +397,9 @@ def _written_files(metadata: CommitMetadata) -> dict[str, dict[str, int]]:
                 continue
             size = int(stat.file_size_in_bytes or stat.total_write_bytes or 0)
             files[name] = max(files.get(name, 0), size)
+            # CDC logs are files of the partition too (HoodieTableMetadataUtil: "cdcPathAndSizes").
+            for path, cdc_size in (stat.cdc_stats or {}).items():
+                files[path.rsplit("/", 1)[-1]] = int(cdc_size)
     return {p: f for p, f in out.items() if f}
 
 

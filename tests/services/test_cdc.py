@@ -23,6 +23,7 @@ from hoodie.cdc.reader import read_cdc
 from hoodie.cdc.schemas import SupplementalLoggingMode
 from hoodie.config.table_config import TableType, TableVersion
 from hoodie.errors import HoodieError, InvalidTableConfigError
+from hoodie.metadata.table import MetadataTable
 from hoodie.models.clean import CleaningPolicy
 from hoodie.read.reader import TableReader
 from hoodie.services.base import LocalRunner, ServiceContext
@@ -46,7 +47,6 @@ def _cdc_table(path: Path, table_type: TableType, version: TableVersion, mode: s
         path,
         table_type=table_type,
         version=version,
-        metadata_table=False,
         extra_properties={
             "hoodie.table.cdc.enabled": "true",
             "hoodie.table.cdc.supplemental.logging.mode": mode,
@@ -120,6 +120,24 @@ def _cdc_stats_match_files(path: Path, instant: str) -> int:
     return n
 
 
+def _metadata_lists_every_file(path: Path) -> None:
+    """The metadata table's ``files`` partition holds every data file, CDC logs included."""
+    table = HoodieTable.open(str(path))
+    if not table.has_metadata_table:
+        return
+    listing = MetadataTable.open(table).list_files()
+    disk = {
+        p: {
+            f.name: f.stat().st_size
+            for f in (path / p).iterdir()
+            if f.is_file() and ".hoodie_partition" not in f.name
+        }
+        for p in listing
+    }
+    assert listing == disk
+    assert any(name.endswith(".cdc") for files in listing.values() for name in files)
+
+
 def _compact(path: Path) -> str:
     ctx = ServiceContext(HoodieTable.open(str(path)))
     scheduled = schedule_compaction(ctx, CompactionPolicy())
@@ -174,6 +192,7 @@ def test_cdc_query_after_each_operation_equals_the_model(
     check(done, _model_overwrite(state, written.to_pylist(), done), logs=False)
     # one query over everything still works
     assert len(_query(path, "0", done)) > 0
+    _metadata_lists_every_file(path)
 
 
 def _hudi_cdc_schema(table_schema: dict[str, Any], mode: str) -> dict[str, Any]:
@@ -335,6 +354,7 @@ def test_clean_removes_cdc_logs_with_their_slice(tmp_path: Path) -> None:
     kept = {p.name for p in path.rglob("*.cdc")}
     assert kept == {n for n in cdc_logs if n.split("_")[1].split(".")[0] in latest}
     assert len(kept) == 3
+    _metadata_lists_every_file(path)
 
 
 def test_clustering_and_log_compaction_commit_as_no_cdc_source(tmp_path: Path) -> None:
