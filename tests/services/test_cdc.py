@@ -190,6 +190,9 @@ def test_cdc_query_after_each_operation_equals_the_model(
     written = rows([10, 11], 5)
     done = writer.insert_overwrite(written).instant.requested_time
     check(done, _model_overwrite(state, written.to_pylist(), done), logs=False)
+    # a delete that empties a file group (k10 alone in its new group): BASE_FILE_DELETE for COW
+    done = writer.delete(rows([10], 6).select(["id", "p"])).instant.requested_time
+    check(done, _model(state, _state(path), done), logs=False)
     # one query over everything still works
     assert len(_query(path, "0", done)) > 0
     _metadata_lists_every_file(path)
@@ -332,9 +335,10 @@ def test_compaction_cdc_logs_hold_the_diff_of_base_and_merged_slice(tmp_path: Pa
     assert sorted(logged, key=str) == _model(before, merged, done)
 
 
-def test_clean_removes_cdc_logs_with_their_slice(tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", [TableVersion.SIX, TableVersion.EIGHT])
+def test_clean_removes_cdc_logs_with_their_slice(tmp_path: Path, version: TableVersion) -> None:
     path = tmp_path / "t"
-    table = _cdc_table(path, TableType.COPY_ON_WRITE, TableVersion.EIGHT, "DATA_BEFORE_AFTER")
+    table = _cdc_table(path, TableType.COPY_ON_WRITE, version, "DATA_BEFORE_AFTER")
     writer = HoodieWriter(table)
     writer.insert(rows(range(6), 1))
     for ts in range(2, 6):
