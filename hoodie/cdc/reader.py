@@ -48,9 +48,10 @@ from hoodie.file_group.file_slice import FileGroupId, FileSlice
 from hoodie.file_group.log_file import LogFile
 from hoodie.file_group.view import list_partition
 from hoodie.io.fileio import join
+from hoodie.merge.config import resolve_merge_config
 from hoodie.models.commit import CommitMetadata, ReplaceCommitMetadata, WriteStat
 from hoodie.read.reader import TableReader, table_schema
-from hoodie.read.slice_reader import read_parquet
+from hoodie.read.slice_reader import SliceReadOptions, read_parquet, read_slice
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant
 from hoodie.timeline.instant_time import normalize
@@ -277,6 +278,7 @@ class CDCReader:
         self.columns = [n for n in self.schema.names if not n.startswith("_hoodie_")]
         self.cdc_schema = cdc_schema(extractor.mode, self.table.latest_schema_json() or {"fields": []})
         self.reader = TableReader(self.table)
+        self.view = self.table.file_system_view(timeline=extractor.timeline)
 
     def read(self) -> pa.Table:
         rows = _Rows()
@@ -285,13 +287,30 @@ class CDCReader:
                 self._split(split, rows)
         return pa.table([rows.op, rows.ts, rows.before, rows.after], schema=CDC_COLUMNS)
 
-    def _read_slice(self, s: FileSlice) -> pa.Table:
+    def _read_slice(self, s: FileSlice, upto: str | None = None, *, inclusive: bool = True) -> pa.Table:
+        """The merged rows of ``s``; with ``upto``, only log blocks of instants up to it (a v6 log
+        file can hold blocks of several delta commits)."""
         if not s.log_files and s.base_file is not None:
             path = join(self.table.base_path, s.partition_path, s.base_file.name)
             return read_parquet(self.table.fileio, path, self.schema)
         if s.is_empty:
             return self.schema.empty_table()
-        return self.reader.read_file_slices([s])
+        if upto is None:
+            return self.reader.read_file_slices([s])
+        bound = normalize(upto)
+
+        def visible(ts: str) -> bool:
+            t = normalize(ts)
+            return self.view.is_committed(ts) and (t <= bound if inclusive else t < bound)
+
+        opts = SliceReadOptions(
+            schema=self.schema,
+            merge=resolve_merge_config(self.table.config),
+            table_version=self.table.table_version,
+            is_committed=visible,
+            latest_instant=upto,
+        )
+        return read_slice(self.table.fileio, self.table.base_path, s, opts)
 
     def _json(self, table: pa.Table) -> list[str]:
         return [jackson_text(r) for r in image_values(table, self.columns)]
@@ -317,7 +336,7 @@ class CDCReader:
         current = LogFile.parse((split.stat.path or "").rsplit("/", 1)[-1])
         if current is None:
             raise HoodieError(f"{split.stat.path} is not a log file")
-        before = self._read_slice(split.before)
+        before = self._read_slice(split.before, split.instant, inclusive=False)
         after_slice = FileSlice(
             split.before.partition_path,
             split.before.file_id,
@@ -325,7 +344,7 @@ class CDCReader:
             split.before.base_file,
             tuple(sorted((*split.before.log_files, current), key=lambda lf: lf.sort_key)),
         )
-        after = self._read_slice(after_slice)
+        after = self._read_slice(after_slice, split.instant)
         self._emit_diff(diff_by_key(before, after), before, after, split.instant, rows)
 
     def _emit_diff(self, changes: Changes, before: pa.Table, after: pa.Table, ts: str, rows: _Rows) -> None:
