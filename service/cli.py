@@ -349,7 +349,8 @@ def build_parser() -> argparse.ArgumentParser:
     read.add_argument(
         "--cdc-from-compaction",
         action="store_true",
-        help="CDC query as Flink reads it: changes of compaction commits included (implies --cdc)",
+        help="CDC query as Flink reads it (read.cdc.from.changelog): a MERGE_ON_READ table's changes "
+        "come from its compaction commits, not its delta commits (implies --cdc)",
     )
     read.set_defaults(func=cmd_read)
 

@@ -3,10 +3,17 @@
 Each row has ``op`` (``i``/``u``/``d``), ``ts_ms`` (the requested time of the instant that made
 the change), and ``before``/``after`` images as JSON text (:mod:`hoodie.cdc.json_text`).
 
-As ``HoodieCDCExtractor``: completed commits, delta commits and replace commits whose requested
-time is in the range and whose ``operationType`` yields changes (``WriteOperationType.yieldChanges``:
-not clustering, log compaction or compaction); compaction commits too when ``from_compaction``
-(Flink's reader, ``read.cdc.from.changelog``), never for Spark. Each write stat is one split:
+Spark's semantics (``CDCRelation``: ``HoodieCDCExtractor(..., consumeChangesFromCompaction=false)``):
+completed commits, delta commits and replace commits whose requested time is in the range and
+whose ``operationType`` yields changes (``WriteOperationType.yieldChanges``: not clustering, log
+compaction or compaction).
+
+Flink's semantics (``from_compaction``; Flink's default ``read.cdc.from.changelog=true``):
+``IncrementalQueryAnalyzer`` picks the instants by completion time on a layout-2 timeline (by
+requested time on layout 1) and, for a MERGE_ON_READ table, drops the delta commits ("only
+compaction yields changelog file"); the extractor then also takes compaction commits.
+
+Each write stat is one split:
 
 - with ``cdcStats``: AS_IS, the CDC log; ``DATA_BEFORE_AFTER`` gives every column from the log,
   ``DATA_BEFORE`` takes the after image from the new base file, ``OP_KEY_ONLY`` both images from
@@ -125,6 +132,10 @@ class CDCExtractor:
             if last is None:
                 raise HoodieError(f"{table.base_path}: no valid instant in the active timeline")
             end = last.requested_time
+            if from_compaction and table.paths.layout >= 2:  # Flink's range is by completion time
+                end = max(
+                    (i.completion_time or i.requested_time for i in self.timeline.completed()), default=end
+                )
         if normalize(begin) > normalize(end):
             raise InvalidInputError(f"not a valid range: begin instant {begin} is after end instant {end}")
         first = self.timeline.first()
@@ -146,9 +157,20 @@ class CDCExtractor:
 
     def commits(self) -> list[tuple[Instant, CommitMetadata]]:
         lo, hi = normalize(self.begin), normalize(self.end)
+        flink = self.from_compaction
+        by_completion = flink and self.table.paths.layout >= 2
         out = []
         for instant in self.timeline.completed():
-            if instant.action not in _ACTIONS or not lo < normalize(instant.requested_time) <= hi:
+            if instant.action not in _ACTIONS:
+                continue
+            if flink and self.table.config.is_mor and instant.action is Action.DELTA_COMMIT:
+                continue
+            at = (
+                instant.completion_time
+                if by_completion and instant.completion_time
+                else instant.requested_time
+            )
+            if not lo < normalize(at) <= hi:
                 continue
             meta = self.table.commit_metadata(instant, self.timeline)
             op = (meta.operation_type or "").upper()
