@@ -51,7 +51,10 @@ def extractor_infers(
     """Whether Hudi's CDC extractor derives a base-file write's changes without a CDC log."""
     if delete_operation and writes == 0 and deletes != 0:
         return True  # BASE_FILE_DELETE
-    return updates == 0 and writes == inserts  # BASE_FILE_INSERT
+    # BASE_FILE_INSERT. Hudi's handle also skips the log when every old record was deleted and only
+    # new ones written; the reader would then report the inserts and lose the deletes, so hts writes
+    # the log there (the reader prefers cdcStats whenever present).
+    return updates == 0 and writes == inserts and deletes == 0
 
 
 def merge_changes(before: pa.Table, after: pa.Table, instant_time: str, *, concat: bool) -> Changes:

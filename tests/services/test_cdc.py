@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import fastavro
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -34,7 +35,7 @@ from hoodie.services.logcompaction import LogCompactionPolicy, execute_log_compa
 from hoodie.table import HoodieTable
 from hoodie.write.options import WriteOptions
 from hoodie.write.writer import HoodieWriter
-from tests.tables import new_table, rows
+from tests.tables import SCHEMA, new_table, rows
 
 MODES = list(SupplementalLoggingMode)
 DATA = ("id", "ts", "v", "p")
@@ -54,9 +55,9 @@ def _cdc_table(path: Path, table_type: TableType, version: TableVersion, mode: s
     )
 
 
-def _state(path: Path) -> dict[str, dict[str, Any]]:
+def _state(path: Path, columns: tuple[str, ...] = DATA) -> dict[str, dict[str, Any]]:
     data = TableReader(HoodieTable.open(str(path))).snapshot()
-    return {r["id"]: {k: r[k] for k in DATA} for r in data.to_pylist()}
+    return {r["id"]: {k: r[k] for k in columns} for r in data.to_pylist()}
 
 
 def _read_optimized(path: Path) -> dict[str, dict[str, Any]]:
@@ -466,3 +467,32 @@ def test_cli_reads_cdc_as_spark_and_flink(tmp_path: Path, capsys: pytest.Capture
         == 2
     )
     assert "not a valid range" in capsys.readouterr().err
+
+
+def test_a_rewrite_that_deletes_every_old_record_and_inserts_logs_both(tmp_path: Path) -> None:
+    """Hudi's handle would skip the log here (all written records are inserts) and its reader would
+    then infer inserts only; hts writes the log so the deletes are not lost."""
+    schema = pa.schema([*SCHEMA, ("_hoodie_is_deleted", pa.bool_())])
+    path = tmp_path / "t"
+    table = new_table(
+        path,
+        table_type=TableType.COPY_ON_WRITE,
+        schema=schema,
+        extra_properties={"hoodie.table.cdc.enabled": "true"},
+    )
+    writer = HoodieWriter(table)
+    first = writer.insert(rows([0], 1, partitions=1, schema=schema, _hoodie_is_deleted=False))
+    columns = (*DATA, "_hoodie_is_deleted")
+    old = _state(path, columns)
+    batch = pa.concat_tables(
+        [
+            rows([0], 2, partitions=1, schema=schema, _hoodie_is_deleted=True),
+            rows([1], 2, partitions=1, schema=schema, _hoodie_is_deleted=False),
+        ]
+    )
+    result = writer.upsert(batch)
+    done = result.instant.requested_time
+    (stat,) = result.write_stats
+    assert (stat.num_writes, stat.num_inserts, stat.num_update_writes, stat.num_deletes) == (1, 1, 0, 1)
+    assert stat.cdc_stats
+    assert _query(path, first.instant.requested_time, done) == _model(old, _state(path, columns), done)
