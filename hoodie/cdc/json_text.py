@@ -21,6 +21,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -58,8 +59,32 @@ def _jackson_string(text: str) -> str:
     return '"' + "".join(out) + '"'
 
 
+class Float32(float):
+    """A value of a ``float`` (32-bit) column: Java prints it with ``Float.toString``."""
+
+
+def java_float_text(value: float) -> str:
+    """Java's ``Float.toString``: the fewest digits that read back as the 32-bit value, laid out
+    as ``Double.toString`` lays them out (plain in [10^-3, 10^7), else ``d.dddE<exponent>``)."""
+    if math.isnan(value) or math.isinf(value) or value == 0.0:
+        return java_double_text(value)
+    text = np.format_float_scientific(np.float32(value), unique=True, trim="-")
+    mantissa, _, exp = text.partition("e")
+    sign = "-" if mantissa.startswith("-") else ""
+    digits = mantissa.lstrip("-").replace(".", "").rstrip("0") or "0"
+    exponent = int(exp)
+    if -3 <= exponent < 7:
+        if exponent < 0:
+            return f"{sign}0.{'0' * (-exponent - 1)}{digits}"
+        whole = digits[: exponent + 1].ljust(exponent + 1, "0")
+        return f"{sign}{whole}.{digits[exponent + 1 :] or '0'}"
+    return f"{sign}{digits[0]}.{digits[1:] or '0'}E{exponent}"
+
+
 def _number(value: float) -> str | None:
-    return None if math.isnan(value) or math.isinf(value) else java_double_text(value)
+    if math.isnan(value) or math.isinf(value):
+        return None
+    return java_float_text(value) if isinstance(value, Float32) else java_double_text(value)
 
 
 def avro_text(value: Any) -> str:
@@ -125,6 +150,14 @@ def _raw(arr: pa.Array) -> pa.Array:
     return arr
 
 
+def _floats32(rows: list[dict[str, Any]], names: list[str]) -> None:
+    for row in rows:
+        for name in names:
+            value = row.get(name)
+            if value is not None:
+                row[name] = Float32(value)
+
+
 def image_values(table: pa.Table, columns: list[str]) -> list[dict[str, Any]]:
     """Rows of ``table`` (only ``columns``) as dicts of raw values, in column order."""
     arrays = []
@@ -132,10 +165,14 @@ def image_values(table: pa.Table, columns: list[str]) -> list[dict[str, Any]]:
         col = table[name]
         arrays.append(_raw(col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col))
     rows: list[dict[str, Any]] = pa.Table.from_arrays(arrays, names=columns).to_pylist()
+    _floats32(rows, [n for n, a in zip(columns, arrays, strict=True) if pa.types.is_float32(a.type)])
     return rows
 
 
 def struct_values(arr: pa.Array) -> list[dict[str, Any] | None]:
     """Values of a struct column (an image column of a CDC block), raw."""
     values: list[dict[str, Any] | None] = _raw(arr).to_pylist()
+    t = arr.type
+    floats = [t.field(i).name for i in range(t.num_fields) if pa.types.is_float32(t.field(i).type)]
+    _floats32([v for v in values if v is not None], floats)
     return values
