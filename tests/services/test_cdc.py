@@ -496,3 +496,20 @@ def test_a_rewrite_that_deletes_every_old_record_and_inserts_logs_both(tmp_path:
     assert (stat.num_writes, stat.num_inserts, stat.num_update_writes, stat.num_deletes) == (1, 1, 0, 1)
     assert stat.cdc_stats
     assert _query(path, first.instant.requested_time, done) == _model(old, _state(path, columns), done)
+
+
+def test_compaction_on_spark_writes_the_same_cdc_logs(tmp_path: Path, spark_runner: Any) -> None:
+    path = tmp_path / "t"
+    table = _cdc_table(path, TableType.MERGE_ON_READ, TableVersion.EIGHT, "DATA_BEFORE_AFTER")
+    writer = HoodieWriter(table)
+    writer.insert(rows(range(9), 1))
+    writer.upsert(rows([0, 1, 4], 2))
+    writer.delete(rows([2], 3).select(["id", "p"]))
+    before, merged = _read_optimized(path), _state(path)
+    ctx = ServiceContext(HoodieTable.open(str(path)))
+    scheduled = schedule_compaction(ctx, CompactionPolicy())
+    assert scheduled is not None and scheduled.instant_time is not None
+    execute_compaction(ctx, scheduled.instant_time, spark_runner)
+    done = scheduled.instant_time
+    assert _cdc_stats_match_files(path, done) == 3
+    assert _query(path, "0", _completion(path, done), from_compaction=True) == _model(before, merged, done)
