@@ -35,7 +35,8 @@ from hoodie.services.logcompaction import LogCompactionPolicy, execute_log_compa
 from hoodie.table import HoodieTable
 from hoodie.write.options import WriteOptions
 from hoodie.write.writer import HoodieWriter
-from tests.tables import SCHEMA, new_table, rows
+from tests.conftest import hudi_rs_rows
+from tests.tables import SCHEMA, new_table, rows, snapshot
 
 MODES = list(SupplementalLoggingMode)
 DATA = ("id", "ts", "v", "p")
@@ -513,3 +514,36 @@ def test_compaction_on_spark_writes_the_same_cdc_logs(tmp_path: Path, spark_runn
     done = scheduled.instant_time
     assert _cdc_stats_match_files(path, done) == 3
     assert _query(path, "0", _completion(path, done), from_compaction=True) == _model(before, merged, done)
+
+
+@pytest.mark.parametrize("table_type", [TableType.COPY_ON_WRITE, TableType.MERGE_ON_READ])
+def test_metadata_table_lists_cdc_logs_and_indexes_only_data_files(
+    tmp_path: Path, table_type: TableType
+) -> None:
+    from hoodie.services.indexing import execute_indexing, schedule_indexing
+
+    path = tmp_path / "t"
+    table = _cdc_table(path, table_type, TableVersion.NINE, "DATA_BEFORE_AFTER")
+    writer = HoodieWriter(table)
+    writer.insert(rows(range(12), 1))
+    build = {
+        "hoodie.metadata.index.column.stats.enable": "true",
+        "hoodie.metadata.index.bloom.filter.enable": "true",
+        "hoodie.metadata.record.index.enable": "true",
+    }
+    ctx = ServiceContext(HoodieTable.open(str(path)), options=build)
+    scheduled = schedule_indexing(ctx)
+    assert scheduled is not None and scheduled.instant_time is not None
+    execute_indexing(ctx, scheduled.instant_time, LocalRunner())
+    writer = HoodieWriter(HoodieTable.open(str(path)))
+    writer.upsert(rows([0, 1, 2, 12], 2))
+    writer.delete(rows([3], 3).select(["id", "p"]))
+    if table_type is TableType.MERGE_ON_READ:
+        _compact(path)
+    _metadata_lists_every_file(path)
+    mdt = MetadataTable.open(HoodieTable.open(str(path)))
+    stats = mdt.read_partition("column_stats")
+    assert stats and not [
+        k for k, v in stats.items() if v["ColumnStatsMetadata"]["fileName"].endswith(".cdc")
+    ]
+    assert snapshot(path) == hudi_rs_rows(path)  # hudi-rs reads the table, CDC logs and all
