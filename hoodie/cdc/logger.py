@@ -12,8 +12,8 @@ logger that saw no change still writes one empty block.
 The changes of one file group are computed by key from two tables, the rows before (the old base
 file) and the rows after (the new base file), with Arrow kernels:
 inserts are keys only after, deletes keys only before, updates keys in both whose row changed
-(another ``_hoodie_commit_time``/``_hoodie_commit_seqno``: a merge that keeps the stored record
-keeps its meta fields, which is when Hudi logs nothing).
+(another ``_hoodie_commit_time``: a merge that keeps the stored record keeps its meta fields,
+which is when Hudi logs nothing).
 """
 
 from __future__ import annotations
@@ -52,7 +52,6 @@ from hoodie.schema.avro_arrow import (
 
 KEY = "_hoodie_record_key"
 COMMIT_TIME = "_hoodie_commit_time"
-SEQNO = "_hoodie_commit_seqno"
 MAX_BLOCK_BYTES = 256 * 1024 * 1024
 """``hoodie.logfile.data.block.max.size`` default (``HoodieStorageConfig``)."""
 
@@ -82,31 +81,45 @@ def _ops(codes: np.ndarray) -> pa.Array:
     return labels.take(pa.array(codes, pa.int8()))
 
 
+def _positions(bk: pa.Array, ak: pa.Array) -> np.ndarray:
+    """For each key of ``bk``, its position in ``ak`` (-1: gone). A merge keeps the stored rows in
+    their order, so when nothing was deleted the keys line up and no hash table is needed."""
+    n = len(bk)
+    if len(ak) >= n and (n == 0 or pc.all(pc.equal(bk, ak.slice(0, n))).as_py()):
+        return np.arange(n, dtype=np.int64)
+    found = pc.index_in(bk, value_set=ak)
+    out: np.ndarray = pc.fill_null(found, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    return out
+
+
 def diff_by_key(before: pa.Table, after: pa.Table) -> Changes:
     """The changes that turn ``before`` into ``after`` (both with meta fields; keys unique in each):
-    updates and deletes in ``before``'s order, then inserts in ``after``'s order."""
+    updates and deletes in ``before``'s order, then inserts in ``after``'s order.
+
+    A kept key is updated when its row carries another ``_hoodie_commit_time``: one instant writes
+    one version of a key, so an equal commit time is the same version (a merge that keeps the
+    stored record keeps its meta fields)."""
     bk, ak = _keys(before), _keys(after)
-    in_after = pc.index_in(bk, value_set=ak)
-    found = pc.is_valid(in_after).to_numpy(zero_copy_only=False)
-    after_pos = pc.fill_null(in_after, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    after_pos = _positions(bk, ak)
+    found = after_pos >= 0
     b_idx = np.arange(len(bk), dtype=np.int64)
-    # Updates: kept keys whose row is another record than the stored one.
-    kept_b = b_idx[found]
-    kept_a = after_pos[found]
-    take_b, take_a = pa.array(kept_b), pa.array(kept_a)
-    changed = pc.or_(
-        pc.not_equal(before[COMMIT_TIME].take(take_b), after[COMMIT_TIME].take(take_a)),
-        pc.not_equal(before[SEQNO].take(take_b), after[SEQNO].take(take_a)),
-    )
+    kept_b, kept_a = b_idx[found], after_pos[found]
+    if len(kept_a) == len(bk) and np.array_equal(kept_a, b_idx):
+        # aligned: the stored rows are the first rows of the output, in order
+        changed = pc.not_equal(before[COMMIT_TIME], after[COMMIT_TIME].slice(0, len(bk)))
+    else:
+        changed = pc.not_equal(
+            before[COMMIT_TIME].take(pa.array(kept_b)), after[COMMIT_TIME].take(pa.array(kept_a))
+        )
     changed_np = pc.fill_null(changed, True).to_numpy(zero_copy_only=False).astype(bool)
     upd_b, upd_a = kept_b[changed_np], kept_a[changed_np]
-    # Deletes: keys of before that are gone; inserts: keys of after that are new.
     del_b = b_idx[~found]
-    new_a = np.flatnonzero(~pc.is_in(ak, value_set=bk).to_numpy(zero_copy_only=False))
+    matched = np.zeros(len(ak), dtype=bool)
+    matched[kept_a] = True
+    new_a = np.flatnonzero(~matched).astype(np.int64)
     n_u, n_d, n_i = len(upd_b), len(del_b), len(new_a)
-    none = np.full
-    before_idx = np.concatenate([upd_b, del_b, none(n_i, -1, np.int64)])
-    after_idx = np.concatenate([upd_a, none(n_d, -1, np.int64), new_a.astype(np.int64)])
+    before_idx = np.concatenate([upd_b, del_b, np.full(n_i, -1, np.int64)])
+    after_idx = np.concatenate([upd_a, np.full(n_d, -1, np.int64), new_a])
     codes = np.concatenate([np.ones(n_u, np.int8), np.full(n_d, 2, np.int8), np.zeros(n_i, np.int8)])
     keys = pa.concat_arrays([bk.take(pa.array(upd_b)), bk.take(pa.array(del_b)), ak.take(pa.array(new_a))])
     return Changes(_ops(codes), keys, before_idx, after_idx)
