@@ -31,6 +31,8 @@ from hoodie.io.fileio import FileIO, join
 from hoodie.read.slice_reader import read_parquet
 from hoodie.write.markers import IOType, WriteMarkers
 
+_DIFF_COLUMNS = ("_hoodie_commit_time", "_hoodie_record_key")
+
 
 @dataclass(frozen=True)
 class CDCWrite:
@@ -110,11 +112,14 @@ def log_compaction_changes(
     """The CDC log of compacting ``file_slice`` into ``merged`` (the new base file's rows): the diff
     between the old base file and the merged output, as ``FileGroupReaderBasedMergeHandle``'s
     ``CDCCallback`` logs it (inserts, updates with before/after, deletes)."""
+    # The stored rows: their keys and commit times for the diff, their data for the images (the
+    # other meta columns, the unique sequence numbers above all, are not decoded).
+    needed = pa.schema([f for f in schema if f.name in _DIFF_COLUMNS or not f.name.startswith("_hoodie_")])
     if file_slice.base_file is not None:
         path = join(base_path, file_slice.partition_path, file_slice.base_file.name)
-        before = read_parquet(fileio, path, schema)
+        before = read_parquet(fileio, path, needed)
     else:
-        before = schema.empty_table()
+        before = needed.empty_table()
     after = pa.concat_tables(merged) if merged else schema.empty_table()
     changes = diff_by_key(before, after)
     return log_changes(
