@@ -379,6 +379,28 @@ def test_clean_removes_cdc_logs_with_their_slice(tmp_path: Path, version: TableV
     _metadata_lists_every_file(path)
 
 
+@pytest.mark.parametrize("version", [TableVersion.SIX, TableVersion.EIGHT])
+def test_clean_removes_compaction_cdc_logs_with_their_slice(tmp_path: Path, version: TableVersion) -> None:
+    path = tmp_path / "t"
+    table = _cdc_table(path, TableType.MERGE_ON_READ, version, "DATA_BEFORE_AFTER")
+    writer = HoodieWriter(table)
+    writer.insert(rows(range(6), 1))
+    compactions = []
+    for ts in range(2, 5):
+        writer.upsert(rows([0, 1, 2], ts))
+        compactions.append(_compact(path))
+    writer.upsert(rows([0, 1, 2], 9))  # logs of the latest slices, beside its compaction CDC logs
+    by_instant = {c: {p.name for p in path.rglob(f"*_{c}.log.*.cdc")} for c in compactions}
+    assert all(len(names) == 3 for names in by_instant.values())
+    ctx = ServiceContext(HoodieTable.open(str(path)))
+    policy = CleanPolicy(policy=CleaningPolicy.KEEP_LATEST_FILE_VERSIONS, file_versions_retained=1)
+    scheduled = schedule_clean(ctx, policy)
+    assert scheduled is not None and scheduled.instant_time is not None
+    execute_clean(ctx, scheduled.instant_time, LocalRunner())
+    assert {p.name for p in path.rglob("*.cdc")} == by_instant[compactions[-1]]
+    _metadata_lists_every_file(path)
+
+
 def test_clustering_and_log_compaction_commit_as_no_cdc_source(tmp_path: Path) -> None:
     path = tmp_path / "t"
     table = _cdc_table(path, TableType.MERGE_ON_READ, TableVersion.EIGHT, "DATA_BEFORE_AFTER")
