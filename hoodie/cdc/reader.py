@@ -148,12 +148,15 @@ class CDCExtractor:
         self._listings: dict[str, list[BaseFile]] = {}
 
     def _has_archived(self) -> bool:
-        return (
-            bool(self.table.fileio.list_dir(self.table.paths.archived)) if self._archived_exists() else False
-        )
-
-    def _archived_exists(self) -> bool:
-        return self.table.fileio.exists(self.table.paths.archived)
+        """Whether instants were archived (layout 1: ``.hoodie/archived``, 2: the LSM history)."""
+        paths = self.table.paths
+        folder = paths.history if paths.layout >= 2 else paths.archived
+        fileio = self.table.fileio
+        if not fileio.exists(folder):
+            return False
+        if paths.layout >= 2:  # LSM history: parquet files of archived instants
+            return any(e.name.endswith(".parquet") for e in fileio.list_dir(folder))
+        return any(".archive." in e.name for e in fileio.list_dir(folder))  # .commits_.archive.N
 
     def commits(self) -> list[tuple[Instant, CommitMetadata]]:
         lo, hi = normalize(self.begin), normalize(self.end)

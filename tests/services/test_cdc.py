@@ -569,3 +569,28 @@ def test_metadata_table_lists_cdc_logs_and_indexes_only_data_files(
         k for k, v in stats.items() if v["ColumnStatsMetadata"]["fileName"].endswith(".cdc")
     ]
     assert snapshot(path) == hudi_rs_rows(path)  # hudi-rs reads the table, CDC logs and all
+
+
+@pytest.mark.parametrize("version", [TableVersion.SIX, TableVersion.NINE])
+def test_a_query_from_before_the_active_timeline_is_refused(tmp_path: Path, version: TableVersion) -> None:
+    from hoodie.services.archival import execute_archival
+
+    path = tmp_path / "t"
+    table = _cdc_table(path, TableType.COPY_ON_WRITE, version, "DATA_BEFORE_AFTER")
+    writer = HoodieWriter(table)
+    first = writer.insert(rows(range(3), 1)).instant.requested_time
+    for ts in range(2, 20):
+        writer.upsert(rows([ts % 3], ts))
+    options = {
+        "hoodie.keep.min.commits": "5",
+        "hoodie.keep.max.commits": "8",
+        "hoodie.cleaner.commits.retained": "3",
+    }
+    execute_archival(ServiceContext(HoodieTable.open(str(path)), options=options))
+    active = HoodieTable.open(str(path)).reload()
+    start = active.completed().writes().first()
+    assert start is not None and start.requested_time > first
+    with pytest.raises(HoodieError, match="has to be in the active timeline"):
+        read_cdc(HoodieTable.open(str(path)), first)
+    changes = read_cdc(HoodieTable.open(str(path)), start.requested_time)
+    assert set(changes["op"].to_pylist()) == {"u"} and len(changes) > 0
