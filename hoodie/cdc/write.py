@@ -1,13 +1,15 @@
 """CDC logs of the writes that rewrite a base file: COW merges and MOR compaction.
 
-As Hudi's ``HoodieMergeHandleWithChangeLog`` (COW upsert/delete, and an insert into a small file)
-and 1.1's ``FileGroupReaderBasedMergeHandle`` (compaction) do: the changes between the old base
-file and the new one go to a CDC log file beside the new base file, and the write stat's
-``cdcStats`` maps the log's path to its size.
+As Hudi's ``HoodieMergeHandleWithChangeLog`` (COW upsert/delete, and a MERGE_ON_READ small file
+rewritten by a delta commit) and 1.1's ``FileGroupReaderBasedMergeHandle`` (compaction) do: the
+changes between the old base file and the new one go to a CDC log file beside the new base file,
+and the write stat's ``cdcStats`` maps the log's path to its size. An insert appended to a small
+file without merging (Hudi's ``HoodieConcatHandle``, which logs nothing, so Spark's reader fails on
+it) logs the appended rows as inserts.
 
 A COW write skips the log where ``HoodieCDCExtractor.parseWriteStat`` infers the changes from the
 stat alone: a delete that leaves the file group empty (``BASE_FILE_DELETE``) and a write whose
-every record is new (``BASE_FILE_INSERT``). Everywhere else the extractor requires the log
+every record is new and that dropped none (``BASE_FILE_INSERT``). Everywhere else the extractor requires the log
 ("There should be a cdc log file"), even when no record changed; then, as Hudi's logger does on
 close, the log holds one empty block. Compaction always writes it (1.1 closes the logger for every
 file group it compacts).
