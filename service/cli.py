@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
+from hoodie.cdc.reader import read_cdc
 from hoodie.config.table_config import RecordMergeMode, TableType, TableVersion
 from hoodie.errors import HoodieError
 from hoodie.read.reader import TableReader
@@ -57,6 +58,8 @@ def _options(pairs: Sequence[str]) -> dict[str, str]:
 def cmd_read(args: argparse.Namespace) -> int:
     table = HoodieTable.open(args.table)
     table.shape().check("read")
+    if args.cdc or args.cdc_from_compaction:
+        return _read_cdc(table, args)
     reader = TableReader(table)
     if args.begin_instant is not None or args.end_instant is not None:
         if args.as_of or args.read_optimized:
@@ -75,6 +78,20 @@ def cmd_read(args: argparse.Namespace) -> int:
     corrupt = len(reader.result.report)
     note = f" ({corrupt} corrupt log block(s) skipped)" if corrupt else ""
     print(f"wrote {result.num_rows} rows, {result.num_columns} columns to {out}{note}")
+    return 0
+
+
+def _read_cdc(table: HoodieTable, args: argparse.Namespace) -> int:
+    """``--cdc``: Hudi's CDC query (op, ts_ms, before, after) over (begin, end]."""
+    if args.begin_instant is None:
+        raise UsageError("--cdc needs --begin-instant (changes after it are returned)")
+    if args.as_of or args.read_optimized:
+        raise UsageError("--cdc cannot be combined with --as-of or --read-optimized")
+    result = read_cdc(table, args.begin_instant, args.end_instant, from_compaction=args.cdc_from_compaction)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(result, out)
+    print(f"wrote {result.num_rows} changes to {out}")
     return 0
 
 
@@ -330,6 +347,17 @@ def build_parser() -> argparse.ArgumentParser:
     read.add_argument("--read-optimized", action="store_true", help="base files only (MERGE_ON_READ)")
     read.add_argument("--begin-instant", help="incremental read: records written after this instant")
     read.add_argument("--end-instant", help="incremental read: up to and including this instant")
+    read.add_argument(
+        "--cdc",
+        action="store_true",
+        help="CDC query (op, ts_ms, before, after) of a CDC table, as Spark reads it (compactions skipped)",
+    )
+    read.add_argument(
+        "--cdc-from-compaction",
+        action="store_true",
+        help="CDC query as Flink reads it (read.cdc.from.changelog): a MERGE_ON_READ table's changes "
+        "come from its compaction commits, not its delta commits (implies --cdc)",
+    )
     read.set_defaults(func=cmd_read)
 
     write = sub.add_parser("write", help="write a Parquet file into a table")

@@ -400,6 +400,19 @@ def _written_files(metadata: CommitMetadata) -> dict[str, dict[str, int]]:
     return {p: f for p, f in out.items() if f}
 
 
+def _with_cdc_logs(
+    added: Mapping[str, Mapping[str, int]], metadata: CommitMetadata
+) -> dict[str, dict[str, int]]:
+    """``added`` and the CDC logs of the write stats: files of their partitions too (Hudi's
+    ``HoodieTableMetadataUtil`` puts ``cdcStats`` into the files partition, and only there)."""
+    out = {p: dict(f) for p, f in added.items()}
+    for partition, stats in (metadata.partition_to_write_stats or {}).items():
+        for stat in stats:
+            for path, size in (stat.cdc_stats or {}).items():
+                out.setdefault(partition, {})[path.rsplit("/", 1)[-1]] = int(size)
+    return out
+
+
 def _new_file_locations(table: HoodieTable, metadata: CommitMetadata) -> RecordIndexChanges:
     """Every record of every new base file, at its new file group (clustering moves records)."""
     changes = RecordIndexChanges()
@@ -433,7 +446,7 @@ def metadata_updates(
         model = ReplaceCommitMetadata if action is Action.REPLACE_COMMIT else CommitMetadata
         metadata = model.from_bytes(payload, version)
         added = _written_files(metadata)
-        b.files_added(added)
+        b.files_added(_with_cdc_logs(added, metadata))
         service = instant.action in (Action.COMPACTION, Action.LOG_COMPACTION, Action.CLUSTERING)
         b.stats_added(added)
         b.blooms_added(added)

@@ -10,6 +10,7 @@ completes as a ``commit`` with ``compacted=true`` and ``operationType=COMPACT``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -22,6 +23,7 @@ from enum import StrEnum
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hoodie.cdc.write import CDCWrite, log_compaction_changes
 from hoodie.errors import TableServiceError, UnsupportedTableError
 from hoodie.file_group.base_file import BaseFile
 from hoodie.file_group.base_file_writer import BaseFileWriter, set_constant
@@ -471,6 +473,8 @@ def compact_file_group(task: Task) -> TaskResult:
     writer = BaseFileWriter(fileio, path, job.avro_schema, compression=job.compression)
     rows = nbytes = 0
     out_keys: list[pa.ChunkedArray] = []
+    cdc = CDCWrite.of(table.config, job.avro_schema)
+    parts: list[pa.Table] = []  # kept for the CDC log only
     for merged in iter_read_slice(fileio, table.base_path, file_slice, opts):
         part = set_constant(merged, "_hoodie_file_name", new.name)
         writer.write(part)
@@ -478,7 +482,25 @@ def compact_file_group(task: Task) -> TaskResult:
         nbytes += part.nbytes
         if info.counts is None:
             out_keys.append(part["_hoodie_record_key"])
+        if cdc is not None:
+            parts.append(part)
     result = writer.close(job.schema)
+    markers = WriteMarkers(fileio, table.paths, instant_time)
+    cdc_stats = (
+        log_compaction_changes(
+            cdc,
+            fileio,
+            table.base_path,
+            markers,
+            file_slice,
+            instant_time,
+            new.write_token,
+            job.schema,
+            parts,
+        )
+        if cdc is not None
+        else None
+    )
     scan_ms = int((time.monotonic() - scan_start) * 1000)
     crash_point("compaction.task_after_write")
     keys = pa.chunked_array([c for k in out_keys for c in k.chunks], pa.string()) if out_keys else None
@@ -497,6 +519,8 @@ def compact_file_group(task: Task) -> TaskResult:
         scan_ms=scan_ms,
         started=started,
     )
+    if cdc_stats is not None:
+        stat = dataclasses.replace(stat, cdc_stats=cdc_stats)
     return {"write_stat": stat.to_avro(), "rows": rows, "bytes": nbytes}
 
 

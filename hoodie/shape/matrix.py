@@ -67,17 +67,6 @@ class Shape(StrEnum):
 
 # -- reasons ----------------------------------------------------------------------------------
 
-_CDC_WRITE = (
-    "Hudi writes a CDC log for every file group it rewrites (HoodieMergeHandleWithChangeLog, picked by "
-    "HoodieMergeHandleFactory whenever CDC is on) and Spark's HoodieCDCExtractor fails on a rewritten base "
-    "file without one; hts's writer does not write CDC logs yet (bulk_insert and insert_overwrite only "
-    "create new file groups, whose changes readers infer, and are handled)"
-)
-_CDC_COMPACTION = (
-    "Hudi 1.1 writes CDC logs during MOR compaction (FileGroupReaderBasedMergeHandle with a HoodieCDCLogger) "
-    "and Flink's CDC reader takes a MOR table's changes from its compaction commits; hts's compaction "
-    "does not write CDC logs yet"
-)
 _SCHEMA_ON_READ = (
     "Hudi resolves each file's columns by field id with the InternalSchema of its commit "
     "(InternalSchemaCache, InternalSchemaMerger: renames, drops and type changes); hts reads columns by "
@@ -184,12 +173,10 @@ _EXPR_REFUSED = {
 
 MATRIX: Mapping[Shape, Mapping[str, str]] = MappingProxyType(
     {
-        Shape.CDC: {
-            f"{WRITE}:upsert": _CDC_WRITE,
-            f"{WRITE}:delete": _CDC_WRITE,
-            f"{WRITE}:insert": _CDC_WRITE,
-            "compaction": _CDC_COMPACTION,
-        },
+        # COW rewrites and MOR compactions write Hudi's CDC logs with cdcStats (hoodie.cdc): every
+        # operation is handled; clustering and log compaction commit with operation types the CDC
+        # extractor skips (HoodieCDCExtractor keeps only WriteOperationType.yieldChanges).
+        Shape.CDC: {},
         # Writes are routed by bucket (hoodie.write.bucket_planner, which also refuses a bucket table
         # written without its bucket options, naming a file id and the keys to pass).
         Shape.SIMPLE_BUCKET: {

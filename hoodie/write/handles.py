@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from hoodie.cdc.write import CDCWrite, extractor_infers, log_changes, merge_changes
 from hoodie.errors import InstantExistsError
 from hoodie.file_group.base_file import BaseFile
 from hoodie.file_group.base_file_writer import BaseFileResult, BloomOptions, write_base_file
@@ -63,6 +64,8 @@ class WriteContext:
     base_footers: dict[str, pq.FileMetaData] = field(default_factory=dict)
     """Base file path (``partition/name``) -> its Parquet footer as written, for the same
     (which would otherwise read the footer back)."""
+    cdc: CDCWrite | None = None
+    """The table's CDC settings when ``hoodie.table.cdc.enabled``: merges then write CDC logs."""
 
     @property
     def bloom(self) -> BloomOptions:
@@ -214,6 +217,29 @@ def merge_into_base(
     _keep_footer(ctx, partition, new.name, result)
     written_by_us = int(pc.sum(pc.equal(merged[COMMIT_TIME], ctx.instant_time)).as_py() or 0)
     deleted = n_base + written_by_us - updated - merged.num_rows if not concat else 0
+    cdc_stats = None
+    delete_op = delete_entries is not None and rows.num_rows == 0
+    if ctx.cdc is not None and not extractor_infers(
+        delete_operation=delete_op,
+        writes=merged.num_rows,
+        deletes=max(deleted, 0),
+        inserts=written_by_us - updated,
+        updates=updated,
+    ):
+        changes = merge_changes(base, merged, ctx.instant_time, concat=concat)
+        cdc_stats = log_changes(
+            ctx.cdc,
+            ctx.fileio,
+            ctx.base_path,
+            ctx.markers,
+            partition,
+            file_slice.file_id,
+            ctx.instant_time,
+            _write_token(bucket),
+            changes,
+            base,
+            merged,
+        )
     return _write_stat(
         file_id=file_slice.file_id,
         path=join(partition, new.name),
@@ -226,6 +252,7 @@ def merge_into_base(
         partition_path=partition,
         file_size_in_bytes=result.size,
         prev_base_file=file_slice.base_file.name,
+        cdc_stats=cdc_stats,
         runtime_stats=RuntimeStats(
             total_scan_time=0, total_upsert_time=_ms_since(start), total_create_time=0
         ),

@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from hoodie.cdc.write import CDCWrite
 from hoodie.config.table_config import TableType
 from hoodie.errors import HoodieError, WriteConflictError
 from hoodie.file_group.base_file import new_file_id
@@ -193,6 +194,7 @@ class HoodieWriter:
             options=self.options,
             markers=markers,
             merge=merge,
+            cdc=CDCWrite.of(table.config, meta_avro),
         )
         requested_payload = (
             RequestedReplaceMetadata.empty().to_bytes(table.table_version)

@@ -11,7 +11,7 @@ from hoodie.io.fileio import LocalFileIO
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action
 from tests.daemon.helpers import mor_table, request_compaction, running_daemon, wait_for
-from tests.services.test_shapes import table_hash
+from tests.services.test_shapes import expression_index, table_hash
 
 
 def _compaction_done(path: Path, instant: str) -> bool:
@@ -21,15 +21,16 @@ def _compaction_done(path: Path, instant: str) -> bool:
 
 def test_refused_services_are_shown_and_never_run_while_other_tables_are_served(tmp_path: Path) -> None:
     tables = tmp_path / "tables"
-    orders, cdc, flink, boot = tables / "orders", tables / "cdc", tables / "flink", tables / "boot"
-    for path in (orders, cdc, flink, boot):
+    orders, expr, flink, boot = tables / "orders", tables / "expr", tables / "flink", tables / "boot"
+    for path in (orders, expr, flink, boot):
         mor_table(path, upserts=2)
     update_table_properties(LocalFileIO(), str(boot / ".hoodie"), {"hoodie.bootstrap.base.path": "/src"})
-    # A Hudi writer of a CDC table scheduled a compaction: hts's compaction does not write CDC logs yet.
-    update_table_properties(LocalFileIO(), str(cdc / ".hoodie"), {"hoodie.table.cdc.enabled": "true"})
-    cdc_pending = request_compaction(cdc)
+    # A Hudi writer of a table with an expression index scheduled a compaction: hts cannot evaluate
+    # the index's expression, so it must not commit what the index would have to follow.
+    expression_index(expr)
+    expr_pending = request_compaction(expr)
     orders_pending = request_compaction(orders)
-    cdc_before, flink_before = table_hash(cdc), table_hash(flink)
+    expr_before, flink_before = table_hash(expr), table_hash(flink)
     every = {"enabled": True, "interval_s": 0.2}
     overrides = {
         "defaults": {
@@ -44,10 +45,11 @@ def test_refused_services_are_shown_and_never_run_while_other_tables_are_served(
     }
     with running_daemon(tmp_path, **overrides) as (daemon, client):
         wait_for(lambda: _compaction_done(orders, orders_pending), 60, "the other table's compaction")
-        detail = client.get("/v1/tables/cdc").json()
-        assert set(detail["refused"]) == {"compaction"}
-        assert "CDC table (hoodie.table.cdc.enabled=true)" in detail["refused"]["compaction"]
-        assert cdc_pending in str(detail["pending"])  # left for a writer that writes CDC logs
+        detail = client.get("/v1/tables/expr").json()
+        assert {"compaction", "clustering", "clean"} <= set(detail["refused"])
+        assert "expression index table" in detail["refused"]["compaction"]
+        assert "expr_index_day" in detail["refused"]["compaction"]
+        assert expr_pending in str(detail["pending"])  # left for Apache Hudi's writers
         flink_detail = client.get("/v1/tables/flink").json()
         assert set(flink_detail["refused"]) == {"clustering"}
         assert (
@@ -58,15 +60,15 @@ def test_refused_services_are_shown_and_never_run_while_other_tables_are_served(
         boot_refused = client.get("/v1/tables/boot").json()["refused"]
         assert set(boot_refused) >= {"compaction", "clustering", "clean", "archival"}
         assert all("bootstrapped table (hoodie.bootstrap.base.path=/src)" in r for r in boot_refused.values())
-        trigger = client.post("/v1/tables/cdc/compaction", json={})
-        assert trigger.status_code == 409 and "CDC table" in trigger.json()["error"]
+        trigger = client.post("/v1/tables/expr/compaction", json={})
+        assert trigger.status_code == 409 and "expression index table" in trigger.json()["error"]
         time.sleep(1.0)  # several watch ticks and policy intervals pass
         runs = client.get("/v1/runs").json()
-        assert not [r for r in runs if r["table"] == "cdc" and r["service"] == "compaction"]
+        assert not [r for r in runs if r["table"] == "expr" and r["service"] == "compaction"]
         assert not [r for r in runs if r["table"] == "flink" and r["service"] == "clustering"]
-        assert daemon.entry("cdc").healthy and daemon.entry("flink").healthy
-    assert not _compaction_done(cdc, cdc_pending)
-    assert table_hash(cdc) == cdc_before
+        assert daemon.entry("expr").healthy and daemon.entry("flink").healthy
+    assert not _compaction_done(expr, expr_pending)
+    assert table_hash(expr) == expr_before
     # the Flink table is served (its compaction policy runs) but never clustered
     flink_timeline = HoodieTable.open(str(flink)).reload()
     assert not flink_timeline.actions(Action.REPLACE_COMMIT, Action.CLUSTERING)

@@ -472,17 +472,20 @@ def test_the_shape_is_cached_until_the_timeline_changes(tmp_path: Path) -> None:
     assert table.shape() is not first
 
 
-def test_cow_cdc_bulk_insert_is_handled(tmp_path: Path) -> None:
+def test_cow_cdc_writes_are_handled(tmp_path: Path) -> None:
+    """CDC tables are written as Hudi writes them (the CDC tests check the logs' content): an upsert
+    rewrites a file group with a CDC log named in ``cdcStats``; a bulk insert writes none."""
     path = tmp_path / "t"
     HoodieWriter(new_table(path, table_type=TableType.COPY_ON_WRITE, metadata_table=False)).insert(
         rows(range(4), 1)
     )
     cdc(path)
-    table = HoodieTable.open(str(path))
-    with pytest.raises(UnsupportedShapeError, match="CDC table"):
-        HoodieWriter(table).upsert(rows(range(2), 2))
+    upsert = HoodieWriter(HoodieTable.open(str(path))).upsert(rows(range(2), 2))
+    assert upsert.write_stats and all(s.cdc_stats for s in upsert.write_stats)
+    for stat in upsert.write_stats:
+        assert all((path / log).is_file() and log.endswith(".cdc") for log in stat.cdc_stats or {})
     result = HoodieWriter(HoodieTable.open(str(path))).bulk_insert(rows(range(10, 12), 2))
-    assert result.num_inserts == 2
+    assert result.num_inserts == 2 and not any(s.cdc_stats for s in result.write_stats)
 
 
 def test_matrix_lists_every_operation_for_open_refused_shapes() -> None:

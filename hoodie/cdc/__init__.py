@@ -1,0 +1,1 @@
+"""Change data capture: CDC log files (writer and decoder) and the CDC query."""

@@ -1,0 +1,73 @@
+"""The changes of one file group, by key: what a CDC log of a rewrite or a compaction holds."""
+
+from __future__ import annotations
+
+import random
+
+import pyarrow as pa
+import pytest
+
+from hoodie.cdc.logger import diff_by_key
+
+SCHEMA = pa.schema(
+    [("_hoodie_commit_time", pa.string()), ("_hoodie_record_key", pa.string()), ("v", pa.int64())]
+)
+
+
+def _table(rows: list[tuple[str, str, int]]) -> pa.Table:
+    return pa.Table.from_pylist(
+        [{"_hoodie_commit_time": c, "_hoodie_record_key": k, "v": v} for c, k, v in rows], schema=SCHEMA
+    )
+
+
+def _changes(before: pa.Table, after: pa.Table) -> set[tuple[str, str, int | None, int | None]]:
+    ch = diff_by_key(before, after)
+    b, a = before["v"].to_pylist(), after["v"].to_pylist()
+    return {
+        (op, key, b[i] if i >= 0 else None, a[j] if j >= 0 else None)
+        for op, key, i, j in zip(ch.ops.to_pylist(), ch.keys.to_pylist(), ch.before, ch.after, strict=True)
+    }
+
+
+def _model(before: pa.Table, after: pa.Table) -> set[tuple[str, str, int | None, int | None]]:
+    b = {r["_hoodie_record_key"]: r for r in before.to_pylist()}
+    a = {r["_hoodie_record_key"]: r for r in after.to_pylist()}
+    out = set()
+    for k in b.keys() | a.keys():
+        if k not in a:
+            out.add(("d", k, b[k]["v"], None))
+        elif k not in b:
+            out.add(("i", k, None, a[k]["v"]))
+        elif a[k]["_hoodie_commit_time"] != b[k]["_hoodie_commit_time"]:
+            out.add(("u", k, b[k]["v"], a[k]["v"]))
+    return out
+
+
+def test_aligned_output_updates_and_inserts() -> None:
+    before = _table([("1", "a", 1), ("1", "b", 2), ("1", "c", 3)])
+    after = _table([("1", "a", 1), ("2", "b", 20), ("1", "c", 3), ("2", "d", 4)])
+    assert _changes(before, after) == {("u", "b", 2, 20), ("i", "d", None, 4)}
+
+
+def test_a_kept_record_is_no_change() -> None:
+    before = _table([("1", "a", 1)])
+    assert _changes(before, _table([("1", "a", 1)])) == set()
+    assert _changes(_table([]), _table([])) == set()
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_random_rewrites_equal_the_model(seed: int) -> None:
+    rng = random.Random(seed)
+    keys = [f"k{i}" for i in range(rng.randint(0, 30))]
+    before = [("1", k, i) for i, k in enumerate(keys)]
+    after = []
+    for c, k, v in before:
+        roll = rng.random()
+        if roll < 0.2:
+            continue  # deleted
+        after.append(("2", k, v + 100) if roll < 0.5 else (c, k, v))
+    after += [("2", f"n{i}", 1000 + i) for i in range(rng.randint(0, 5))]
+    if rng.random() < 0.5:
+        rng.shuffle(after)
+    b, a = _table(before), _table(after)
+    assert _changes(b, a) == _model(b, a)
