@@ -219,6 +219,7 @@ def compaction_section(args: argparse.Namespace, data: bench_data.BenchData) -> 
     rows = [
         ("ours on Spark local[*] (net of start-up)", t.ours_spark),
         ("ours in process", t.ours_in_process),
+        ("ours in process, CDC table (DATA_BEFORE_AFTER)", t.ours_cdc_in_process),
         ("floor: pyarrow read + merge by key + write", t.floor),
     ]
     for name, runs in rows:
@@ -229,7 +230,13 @@ def compaction_section(args: argparse.Namespace, data: bench_data.BenchData) -> 
             min(t.ours_spark) / min(t.floor),
             compaction.TARGET_VS_FLOOR,
             "x",
-        )
+        ),
+        Target(
+            "compaction with CDC logs / without (in process)",
+            min(t.ours_cdc_in_process) / min(t.ours_in_process),
+            compaction.TARGET_CDC,
+            "x",
+        ),
     ]
     if not args.no_memory:
         mem = compaction.measure_task_memory(data, scratch / "memory")

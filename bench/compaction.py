@@ -27,6 +27,8 @@ from bench.data import BenchData
 
 TARGET_VS_FLOOR = 1.5
 TARGET_MEMORY = 3.0
+TARGET_CDC = 1.5
+"""Compaction of a CDC table (DATA_BEFORE_AFTER: the CDC log is written too) / the same without CDC."""
 KEY = "key"
 
 
@@ -34,6 +36,7 @@ KEY = "key"
 class CompactionTimes:
     ours_spark: list[float]
     ours_in_process: list[float]
+    ours_cdc_in_process: list[float]
     floor: list[float]
 
 
@@ -60,10 +63,27 @@ def _schedule(path: Path, compression: str) -> tuple[Any, str]:
     return ctx, scheduled.instant_time
 
 
-def run_ours(data: BenchData, scratch: Path, runner: Any) -> float:
+def _enable_cdc(path: Path) -> None:
+    """Make the copy a CDC table, as ``hoodie.table.cdc.enabled`` with the fullest logging mode."""
+    from hoodie.config.table_config import update_table_properties
+    from hoodie.io.fileio import LocalFileIO
+
+    update_table_properties(
+        LocalFileIO(),
+        str(path / ".hoodie"),
+        {
+            "hoodie.table.cdc.enabled": "true",
+            "hoodie.table.cdc.supplemental.logging.mode": "DATA_BEFORE_AFTER",
+        },
+    )
+
+
+def run_ours(data: BenchData, scratch: Path, runner: Any, *, cdc: bool = False) -> float:
     from hoodie.services.compaction import execute_compaction
 
     path = _copy(data, scratch)
+    if cdc:
+        _enable_cdc(path)
     ctx, instant = _schedule(path, data.compression)
     start = time.perf_counter()
     execute_compaction(ctx, instant, runner)
@@ -90,13 +110,15 @@ def time_compaction(data: BenchData, repeat: int, scratch_root: Path) -> Compact
     runner = SparkRunner(spark)
     ours: list[float] = []
     local: list[float] = []
+    local_cdc: list[float] = []
     floor: list[float] = []
     for _ in range(repeat):
         ours.append(run_ours(data, scratch_root / "spark", runner))
         local.append(run_ours(data, scratch_root / "local", LocalRunner()))
+        local_cdc.append(run_ours(data, scratch_root / "local-cdc", LocalRunner(), cdc=True))
         _copy(data, scratch_root / "floor")
         floor.append(run_floor(data, scratch_root / "floor.parquet"))
-    return CompactionTimes(ours, local, floor)
+    return CompactionTimes(ours, local, local_cdc, floor)
 
 
 # -- memory of one compaction task, in a fresh process -----------------------------------------
