@@ -275,3 +275,57 @@ def test_dynamic_filters_of_different_growth_union_to_one_holding_every_key() ->
     assert again.might_contain_many(small_keys + big_keys).all()
     with pytest.raises(InvalidInputError, match="cannot be or-ed"):
         union_bloom_filters([small, create_bloom_filter(100, 0.001, "SIMPLE")])
+
+
+def _by_schema(base: Path) -> list[list[str]]:
+    """The table's base files grouped by identical Parquet schema."""
+    groups: dict[bytes, list[str]] = {}
+    for p in sorted(base.rglob("*.parquet")):
+        if ".hoodie" not in p.parts:
+            meta = f.read_footer(p.read_bytes(), str(p))
+            groups.setdefault(encode_struct(Struct({f.FMD_SCHEMA: meta.fields[f.FMD_SCHEMA]})), []).append(
+                str(p)
+            )
+    return list(groups.values())
+
+
+@pytest.mark.parametrize(
+    "name", ["sample_table/mor/avro/v9_txns_simple_meta", "sample_table/cow/v9_txns_simple_nometa"]
+)
+@pytest.mark.parametrize("codec", ["gzip", "snappy"])
+def test_files_apache_hudi_wrote_copy_to_their_rows(
+    fixture_root: Path, tmp_path: Path, name: str, codec: str
+) -> None:
+    fileio = LocalFileIO()
+    groups = [g for g in _by_schema(fixture_path(fixture_root, name)) if len(g) > 1]
+    assert groups
+    for k, paths in enumerate(groups):
+        plan = plan_binary_copy(fileio, paths, codec)
+        assert isinstance(plan, CopyPlan), plan
+        out = tmp_path / f"out-{k}.parquet"
+        binary_copy(fileio, plan, str(out))
+        got = pq.read_table(out)
+        expected = pa.concat_tables([pq.read_table(p) for p in paths])
+        if "_hoodie_file_name" in expected.column_names:
+            assert set(got["_hoodie_file_name"].to_pylist()) == {out.name}
+            got, expected = (
+                got.drop_columns(["_hoodie_file_name"]),
+                expected.drop_columns(["_hoodie_file_name"]),
+            )
+            kv = {k.decode(): v.decode() for k, v in (pq.ParquetFile(out).metadata.metadata or {}).items()}
+            keys = pq.read_table(out, columns=["_hoodie_record_key"]).column(0)
+            bloom = deserialize_bloom_filter(
+                kv[BLOOM_FILTER_FOOTER_KEY], kv.get(BLOOM_TYPE_FOOTER_KEY, "SIMPLE")
+            )
+            assert bloom.might_contain_many(keys).all()
+            assert kv["hoodie_min_record_key"] == pc.min(keys).as_py()
+            assert kv["hoodie_max_record_key"] == pc.max(keys).as_py()
+            assert kv["original.created.by"].startswith("parquet-mr")
+        assert got.equals(expected)
+
+
+def test_two_level_lists_apache_hudi_wrote_are_refused_as_hudi_refuses_them(fixture_root: Path) -> None:
+    paths = [
+        p for g in _by_schema(fixture_path(fixture_root, "sample_table/cow/v8_nonpartitioned")) for p in g
+    ]
+    assert "two-level 'array' layout" in str(plan_binary_copy(LocalFileIO(), paths[:1], "gzip"))
