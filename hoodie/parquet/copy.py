@@ -92,13 +92,9 @@ class CopyResult:
     max_record_key: str | None
 
 
-def codec_id(name: str) -> int:
-    code = CODEC_IDS.get(name.lower())
-    if code is None:
-        raise InvalidInputError(
-            f"hoodie.parquet.compression.codec={name!r} is not a codec binary copy writes"
-        )
-    return code
+def codec_id(name: str) -> int | None:
+    """The Parquet codec ``hoodie.parquet.compression.codec`` names (as pyarrow writes it), if any."""
+    return CODEC_IDS.get(name.lower())
 
 
 def _java_order(key: str) -> bytes:
@@ -190,8 +186,8 @@ def plan_binary_copy(fileio: FileIO, paths: Sequence[str], codec: str) -> CopyPl
     if not paths:
         return "no input files"
     target = codec_id(codec)
-    if ARROW_CODECS.get(target, "-") == "-":
-        return f"codec {codec} cannot be written here"
+    if target is None:
+        return f"hoodie.parquet.compression.codec={codec} is not a codec binary copy writes"
     metas: list[Struct] = []
     type_codes: set[str | None] = set()
     first_schema: bytes | None = None
@@ -279,6 +275,25 @@ class _FileNameChunks:
         return found
 
 
+def _read_row_group(fileio: FileIO, path: str, rg: Struct) -> tuple[int, memoryview]:
+    """Where a row group's column chunks start in ``path``, and their bytes."""
+    ranges = []
+    for chunk in rg.get_list(f.RG_COLUMNS):
+        assert isinstance(chunk, Struct)
+        cm = chunk.get_struct(f.CC_META)
+        if cm is None:
+            raise CorruptFileError(f"{path}: a column chunk has no metadata")
+        ranges.append(f.chunk_range(cm))
+    if not ranges:
+        return 0, memoryview(b"")
+    start = min(s for s, _ in ranges)
+    end = max(s + n for s, n in ranges)
+    data = fileio.read_range(path, start, end - start)
+    if len(data) != end - start:
+        raise CorruptFileError(f"{path}: a row group's column chunks run past the end of the file")
+    return start, memoryview(data)
+
+
 def _shift(cm: Struct, delta: int) -> None:
     """Move a chunk's page offsets by ``delta``; drop what points at pages not carried over."""
     cm.set(f.CM_DATA_PAGE_OFFSET, I64, cm.get_int(f.CM_DATA_PAGE_OFFSET) + delta)
@@ -306,11 +321,13 @@ def binary_copy(fileio: FileIO, plan: CopyPlan, output: str) -> CopyResult:
     with fileio.open_output(output) as sink:
         sink.write(f.MAGIC)
         for path, meta in zip(plan.inputs, plan._metas, strict=True):
-            data = memoryview(fileio.read_bytes(path))
-            if bytes(data[:4]) != f.MAGIC:
+            if fileio.read_range(path, 0, 4) != f.MAGIC:
                 raise CorruptFileError(f"{path} is not a Parquet file (no leading {f.MAGIC!r})")
             for rg in meta.get_list(f.FMD_ROW_GROUPS):
                 assert isinstance(rg, Struct)
+                # One read per row group (Hudi reads a row group's span at once too): memory stays
+                # bounded by the largest row group, not the file.
+                span_start, data = _read_row_group(fileio, path, rg)
                 num_rows = rg.get_int(f.RG_NUM_ROWS)
                 out_rg = Struct(dict(rg.fields))
                 out_chunks: list[Struct] = []
@@ -328,7 +345,7 @@ def binary_copy(fileio: FileIO, plan: CopyPlan, output: str) -> CopyResult:
                     else:
                         new_cm = Struct(dict(cm.fields))
                         start, length = f.chunk_range(cm)
-                        pages = data[start : start + length]
+                        pages = data[start - span_start : start - span_start + length]
                         if len(pages) != length:
                             raise CorruptFileError(f"{path}: a column chunk runs past the end of the file")
                         source = cm.get_int(f.CM_CODEC)
@@ -361,7 +378,6 @@ def binary_copy(fileio: FileIO, plan: CopyPlan, output: str) -> CopyResult:
                 out_rg.set(f.RG_TOTAL_COMPRESSED, I64, pos - start_of_group)
                 out_rg.set(f.RG_ORDINAL, 4, len(row_groups))
                 row_groups.append(out_rg)
-            del data
         out_meta = Struct(dict(first.fields))
         out_meta.set(f.FMD_NUM_ROWS, I64, plan.num_rows)
         group_items: list[Value] = [*row_groups]

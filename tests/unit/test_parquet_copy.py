@@ -248,14 +248,8 @@ def test_inputs_that_do_not_qualify_are_named_and_nothing_is_written(tmp_path: P
     table = pa.table({"d": pa.array([decimal.Decimal("1.25")], pa.decimal128(5, 2))})
     pq.write_table(table, decimals, store_decimal_as_integer=True)
     assert "stored as an integer" in str(plan_binary_copy(fileio, [str(decimals)], "snappy"))
-    assert "not a codec" in str(_raises(lambda: plan_binary_copy(fileio, paths, "lzma")))
+    assert "not a codec binary copy writes" in str(plan_binary_copy(fileio, paths, "lzo"))
     assert not (tmp_path / "out.parquet").exists()
-
-
-def _raises(call):  # type: ignore[no-untyped-def]
-    with pytest.raises(InvalidInputError) as info:
-        call()
-    return info.value
 
 
 def test_dynamic_filters_of_different_growth_union_to_one_holding_every_key() -> None:
