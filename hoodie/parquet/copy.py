@@ -325,10 +325,12 @@ def binary_copy(fileio: FileIO, plan: CopyPlan, output: str) -> CopyResult:
                 raise CorruptFileError(f"{path} is not a Parquet file (no leading {f.MAGIC!r})")
             for rg in meta.get_list(f.FMD_ROW_GROUPS):
                 assert isinstance(rg, Struct)
+                num_rows = rg.get_int(f.RG_NUM_ROWS)
+                if num_rows == 0:
+                    continue  # nothing to carry (parquet-mr never writes one; a reader needs none)
                 # One read per row group (Hudi reads a row group's span at once too): memory stays
                 # bounded by the largest row group, not the file.
                 span_start, data = _read_row_group(fileio, path, rg)
-                num_rows = rg.get_int(f.RG_NUM_ROWS)
                 out_rg = Struct(dict(rg.fields))
                 out_chunks: list[Struct] = []
                 start_of_group = pos
