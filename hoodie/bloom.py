@@ -424,9 +424,12 @@ def union_bloom_filters(filters: Sequence[BloomFilter]) -> BloomFilter:
 
     Hudi merges the footers of files it stitches together by OR-ing their filters
     (``HoodieFileMetadataMerger``; Hadoop's bit-vector ``or``), which needs one type and the same
-    bit count, hash count and hash. A dynamic filter ORs row by row; where the filters have grown
-    a different number of rows the extra rows are kept as they are (a key sits in one row of its
-    file's filter, so its bits are still all set in that row of the union).
+    bit count, hash count and hash. A dynamic filter ORs row by row. Hudi's
+    ``InternalDynamicBloomFilter.or`` also demands the same row count and keys-in-last-row (else
+    it throws and the clustering fails); here filters that have grown a different number of rows
+    are merged too, the extra rows kept as they are (a key sits in one row of its file's filter,
+    so its bits are still all set in that row of the union). Where Hudi's ``or`` succeeds, the
+    result is the filter it serializes: the first filter's fill counts, the rows OR-ed.
     """
     if not filters:
         raise InvalidInputError("no bloom filters to merge")
