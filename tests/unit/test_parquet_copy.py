@@ -21,11 +21,12 @@ from hoodie.bloom import (
     deserialize_bloom_filter,
     union_bloom_filters,
 )
-from hoodie.errors import InvalidInputError
+from hoodie.errors import CorruptFileError, InvalidInputError
 from hoodie.file_group.base_file_writer import BloomOptions, footer_metadata
 from hoodie.io.fileio import LocalFileIO
 from hoodie.parquet import footer as f
 from hoodie.parquet.copy import CopyPlan, binary_copy, plan_binary_copy
+from hoodie.parquet.pages import DATA_PAGE, DATA_PAGE_V2, DICTIONARY_PAGE
 from hoodie.parquet.thrift import (
     BOOL_TRUE,
     I32,
@@ -77,6 +78,14 @@ def test_footers_apache_hudi_wrote_re_encode_byte_for_byte(fixture_root: Path) -
             assert meta.get_int(f.FMD_NUM_ROWS) == rows
             seen += 1
     assert seen > 10
+
+
+def test_a_torn_file_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "torn.parquet"
+    pq.write_table(pa.table({"a": [1, 2, 3]}), path)
+    path.write_bytes(path.read_bytes()[:-30] + path.read_bytes()[-8:])
+    with pytest.raises(CorruptFileError, match="torn.parquet"):
+        plan_binary_copy(LocalFileIO(), [str(path)], "snappy")
 
 
 def test_footers_pyarrow_wrote_with_page_indexes_re_encode(tmp_path: Path) -> None:
@@ -201,6 +210,16 @@ def test_binary_copy_reads_back_as_its_inputs(
                 assert "RLE_DICTIONARY" in encodings or "PLAIN_DICTIONARY" in encodings
             elif name == "id":
                 assert not encodings & {"RLE_DICTIONARY", "PLAIN_DICTIONARY"}
+    # Every offset in the new footer points at a page header of the right kind.
+    data = Path(out).read_bytes()
+    for i in range(md.num_row_groups):
+        for j in range(md.num_columns):
+            column = md.row_group(i).column(j)
+            header, _ = decode_struct(data, column.data_page_offset)
+            assert header.get_int(1) in (DATA_PAGE, DATA_PAGE_V2)
+            if column.has_dictionary_page:
+                header, _ = decode_struct(data, column.dictionary_page_offset)
+                assert header.get_int(1) == DICTIONARY_PAGE
     # The copied chunks hold the same pages: same statistics, byte sizes unchanged where not re-compressed.
     first = inputs[0].row_group(0)
     for j in range(md.num_columns):
