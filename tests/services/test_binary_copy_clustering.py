@@ -16,8 +16,11 @@ from hoodie.bloom import BLOOM_FILTER_FOOTER_KEY, BLOOM_TYPE_FOOTER_KEY, deseria
 from hoodie.config.table_config import TableType, TableVersion
 from hoodie.models.commit import ReplaceCommitMetadata
 from hoodie.table import HoodieTable
+from hoodie.write.options import WriteOptions
+from hoodie.write.writer import HoodieWriter
 from tests.conftest import hudi_rs_rows
 from tests.services.test_clustering import _cluster, _live_groups, _our_table, _snapshot
+from tests.tables import new_table
 
 BINARY_COPY = "org.apache.hudi.client.clustering.run.strategy.SparkBinaryCopyClusteringExecutionStrategy"
 STREAM_COPY = "org.apache.hudi.client.clustering.run.strategy.SparkStreamCopyClusteringExecutionStrategy"
@@ -112,3 +115,56 @@ def test_groups_that_do_not_qualify_are_rewritten(
         md = pq.ParquetFile(copy / g.partition_path / name).metadata
         assert b"parquet.avro.schema" in (md.metadata or {})  # written by the rewrite
         assert b"original.created.by" not in (md.metadata or {})
+
+
+NESTED = pa.schema(
+    [
+        ("id", pa.string()),
+        ("ts", pa.int64()),
+        ("p", pa.string()),
+        ("s", pa.struct([("a", pa.int32()), ("b", pa.string())])),
+        ("l", pa.list_(pa.int64())),
+        ("m", pa.map_(pa.string(), pa.float64())),
+    ]
+)
+
+
+def _nested_rows(ids: range, ts: int) -> pa.Table:
+    return pa.Table.from_pylist(
+        [
+            {
+                "id": f"k{i}",
+                "ts": ts,
+                "p": f"p{i % 2}",
+                "s": None if i % 3 == 0 else {"a": i, "b": None if i % 4 == 0 else str(i)},
+                "l": None if i % 5 == 0 else list(range(i % 4)),
+                "m": {"x": i * 1.5} if i % 2 else None,
+            }
+            for i in ids
+        ],
+        schema=NESTED,
+    )
+
+
+def test_nested_and_nullable_columns_copy_as_the_rewrite_writes_them(tmp_path: Path) -> None:
+    table = new_table(
+        tmp_path / "copy", table_type=TableType.COPY_ON_WRITE, version=TableVersion.NINE, schema=NESTED
+    )
+    writer = HoodieWriter(table, options=WriteOptions(small_file_limit=0))
+    for b in range(3):
+        writer.insert(_nested_rows(range(b * 100, (b + 1) * 100), b + 1))
+    writer.upsert(_nested_rows(range(0, 300, 7), 9))
+    shutil.copytree(tmp_path / "copy", tmp_path / "rewrite")
+    copy, rewrite = tmp_path / "copy", tmp_path / "rewrite"
+    _cluster(HoodieTable.open(str(copy)), {EXECUTION: BINARY_COPY})
+    _cluster(HoodieTable.open(str(rewrite)))
+
+    assert _snapshot(copy) == _snapshot(rewrite) == hudi_rs_rows(copy)
+    pairs = _by_keys(_files(rewrite))
+    for name, data in _files(copy).items():
+        _, other = pairs[frozenset(data["_hoodie_record_key"].to_pylist())]
+        assert data.drop_columns(["_hoodie_file_name"]).equals(other.drop_columns(["_hoodie_file_name"]))
+        md = pq.ParquetFile(copy / data["_hoodie_partition_path"][0].as_py() / name).metadata
+        assert md.num_row_groups == 3 and b"original.created.by" in (
+            md.metadata or {}
+        )  # stitched, not rewritten
