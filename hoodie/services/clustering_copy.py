@@ -75,11 +75,11 @@ def _plan_group(job: SliceTask, slices: list[FileSlice], partition: str) -> Copy
     plan = plan_binary_copy(table.fileio, paths, job.compression)
     if isinstance(plan, str):
         return plan
-    for path in paths[:1]:  # one Parquet schema across the group was checked; compare it to the table's
-        with table.fileio.open_input(path) as source:
-            found = pq.ParquetFile(source).schema_arrow
-        if not found.equals(job.schema, check_metadata=False):
-            return f"{path} does not have the table's schema"
+    # The files share one Parquet schema (the plan checked it); it must read as the table's.
+    with table.fileio.open_input(paths[0]) as source:
+        found = pq.ParquetFile(source).schema_arrow
+    if not found.equals(job.schema, check_metadata=False):
+        return f"{paths[0]} does not have the table's schema"
     return plan
 
 
