@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -168,3 +169,19 @@ def test_nested_and_nullable_columns_copy_as_the_rewrite_writes_them(tmp_path: P
         assert md.num_row_groups == 3 and b"original.created.by" in (
             md.metadata or {}
         )  # stitched, not rewritten
+
+
+def test_binary_copy_on_spark_and_parquet_mr_reads_the_stitched_files(
+    tmp_path: Path, spark: Any, spark_runner: Any
+) -> None:
+    """Tasks on Spark stitch as the in-process ones do; Spark's Parquet reader (parquet-mr, the
+    reader Apache Hudi's Spark integration uses) reads every stitched file back."""
+    copy, rewrite = _two_copies(tmp_path, TableVersion.NINE, TableType.COPY_ON_WRITE)
+    _cluster(HoodieTable.open(str(copy)), {EXECUTION: BINARY_COPY}, spark_runner)
+    _cluster(HoodieTable.open(str(rewrite)))
+    assert _snapshot(copy) == _snapshot(rewrite) == hudi_rs_rows(copy)
+    for name, data in _files(copy).items():
+        path = copy / data["_hoodie_partition_path"][0].as_py() / name
+        assert b"original.created.by" in (pq.ParquetFile(path).metadata.metadata or {})
+        read = spark.read.parquet(str(path)).collect()
+        assert [r.asDict() for r in read] == data.to_pylist()
