@@ -45,7 +45,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     p.add_argument(
         "--only",
-        choices=["read", "compaction", "clean", "metadata", "daemon"],
+        choices=["read", "compaction", "clustering", "clean", "metadata", "daemon"],
         action="append",
         help="run only these sections (repeatable; default: all)",
     )
@@ -89,8 +89,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not 0 < updates <= rows:
         raise SystemExit("--updates must be between 1 and --rows")
     started = time.perf_counter()
-    sections = set(args.only or ["read", "compaction", "clean", "metadata", "daemon"])
-    order = ("read", "compaction", "clean", "metadata", "daemon")
+    sections = set(args.only or ["read", "compaction", "clustering", "clean", "metadata", "daemon"])
+    order = ("read", "compaction", "clustering", "clean", "metadata", "daemon")
     print(f"hts benchmarks: {', '.join(s for s in order if s in sections)}")
     if sections & {"read", "compaction"}:
         print(
@@ -106,6 +106,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         status = data_sections(args, sections, rows, updates)
         if status:
             return status
+    if "clustering" in sections:
+        clustering_section(args, rows)
     if "clean" in sections:
         clean_section(args)
     if "metadata" in sections:
@@ -253,6 +255,36 @@ def compaction_section(args: argparse.Namespace, data: bench_data.BenchData) -> 
             )
         )
     print(format_targets(targets_out))
+
+
+def clustering_section(args: argparse.Namespace, rows: int) -> None:
+    from bench import clustering
+
+    files = 8
+    t = clustering.time_clustering(args.cache_dir, rows, files, args.repeat)
+    print(
+        f"\nclustering of one group of {t.files} COPY_ON_WRITE file groups ({t.rows:,} rows, "
+        f"{t.input_bytes / 1e6:.1f} MB {clustering.BASE_COMPRESSION}) into one file, best of {args.repeat}, "
+        "in process, a fresh copy of the table each run:"
+    )
+    for name, runs in (
+        ("ours, binary copy (SparkBinaryCopyClusteringExecutionStrategy)", t.binary_copy),
+        ("ours, decode-rewrite (SparkSortAndSizeExecutionStrategy)", t.rewrite),
+        ("floor: pyarrow read + set _hoodie_file_name + write", t.floor),
+    ):
+        print(f"  {min(runs):7.3f}s best  ({' '.join(f'{x:.2f}' for x in runs)})  {name}")
+    print(
+        format_targets(
+            [
+                Target(
+                    "binary-copy clustering / decode-rewrite floor",
+                    min(t.binary_copy) / min(t.floor),
+                    clustering.TARGET_VS_FLOOR,
+                    "x",
+                )
+            ]
+        )
+    )
 
 
 def clean_section(args: argparse.Namespace) -> None:

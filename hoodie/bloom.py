@@ -417,3 +417,49 @@ def deserialize_bloom_filter(text: str | bytes, type_code: BloomFilterTypeCode |
     if reader.remaining():
         raise CorruptFileError(f"bloom filter has {reader.remaining()} unexpected trailing bytes")
     return result
+
+
+def union_bloom_filters(filters: Sequence[BloomFilter]) -> BloomFilter:
+    """One filter that may contain every key any of ``filters`` may contain (their rows OR-ed).
+
+    Hudi merges the footers of files it stitches together by OR-ing their filters
+    (``HoodieFileMetadataMerger``; Hadoop's bit-vector ``or``), which needs one type and the same
+    bit count, hash count and hash. A dynamic filter ORs row by row. Hudi's
+    ``InternalDynamicBloomFilter.or`` also demands the same row count and keys-in-last-row (else
+    it throws and the clustering fails); here filters that have grown a different number of rows
+    are merged too, the extra rows kept as they are (a key sits in one row of its file's filter,
+    so its bits are still all set in that row of the union). Where Hudi's ``or`` succeeds, the
+    result is the filter it serializes: the first filter's fill counts, the rows OR-ed.
+    """
+    if not filters:
+        raise InvalidInputError("no bloom filters to merge")
+    first = filters[0]
+    params = (first.type_code, first._vector_size, first._num_hashes, first._hash_type)
+    for other in filters[1:]:
+        found = (other.type_code, other._vector_size, other._num_hashes, other._hash_type)
+        if found != params:
+            raise InvalidInputError(
+                f"bloom filters cannot be or-ed: (type, bits, hashes, hash) {found} != {params}"
+            )
+    widest = max(filters, key=lambda f: len(f._rows))
+    rows = [bits.copy() for bits in widest._rows]
+    for other in filters:
+        for i, bits in enumerate(other._rows):
+            rows[i] |= bits
+    vector_size, num_hashes, hash_type = first._vector_size, first._num_hashes, first._hash_type
+    if isinstance(widest, _DynamicBoundedBloomFilter):
+        capacities = {f._row_capacity for f in filters if isinstance(f, _DynamicBoundedBloomFilter)}
+        if len(capacities) != 1:
+            raise InvalidInputError(
+                f"dynamic bloom filters cannot be or-ed: row capacities {sorted(capacities)}"
+            )
+        return _DynamicBoundedBloomFilter(
+            vector_size,
+            num_hashes,
+            hash_type,
+            rows,
+            row_capacity=widest._row_capacity,
+            max_entries=0,
+            in_last_row=widest._in_last_row,
+        )
+    return _SimpleBloomFilter(vector_size, num_hashes, hash_type, rows)

@@ -453,7 +453,8 @@ def metadata_updates(
         if not service:
             b.secondary(metadata)
         if instant.action is Action.CLUSTERING:
-            b.locate(_new_file_locations(table, metadata), instant.requested_time)
+            if b.enabled(MetadataPartition.RECORD_INDEX):  # reading every moved key costs seconds
+                b.locate(_new_file_locations(table, metadata), instant.requested_time)
         elif record_index is not None:
             b.locate(record_index, instant.requested_time)
         elif not service and b.enabled(MetadataPartition.RECORD_INDEX):

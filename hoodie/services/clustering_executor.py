@@ -45,6 +45,7 @@ from hoodie.services.base import (
     crash_point,
 )
 from hoodie.services.claim import claim_instant, require_pending
+from hoodie.services.clustering_copy import BINARY_COPY_STRATEGIES, binary_copy_refusal, copy_group
 from hoodie.services.layout import LayoutOptions, parse_sort_columns, sort_for_layout
 from hoodie.services.recovery import recover_inflight
 from hoodie.services.slice_tasks import (
@@ -74,7 +75,9 @@ log = logging.getLogger(__name__)
 SORT_COLUMNS_KEY = "hoodie.clustering.plan.strategy.sort.columns"
 _RUN_PACKAGE = "org.apache.hudi.client.clustering.run.strategy."
 SPARK_SORT_AND_SIZE = _RUN_PACKAGE + "SparkSortAndSizeExecutionStrategy"
-EXECUTION_STRATEGIES = frozenset({SPARK_SORT_AND_SIZE, _RUN_PACKAGE + "JavaSortAndSizeExecutionStrategy"})
+EXECUTION_STRATEGIES = frozenset(
+    {SPARK_SORT_AND_SIZE, _RUN_PACKAGE + "JavaSortAndSizeExecutionStrategy", *BINARY_COPY_STRATEGIES}
+)
 
 COMMIT_TIME = "_hoodie_commit_time"
 COMMIT_SEQNO = "_hoodie_commit_seqno"
@@ -165,10 +168,13 @@ def cluster_group(task: Task) -> TaskResult:
             "only partition-aware plans (one partition per group) are supported"
         )
     partition = partitions.pop() if partitions else ""
+    slices = [_with_sizes(table, slice_of(info), instant_time) for info in group.slices or ()]
+    copied = copy_group(task, job, slices, partition)
+    if copied is not None:
+        return copied
     parts: list[pa.Table] = []
     scan_start = time.monotonic()
-    for info in group.slices or ():
-        file_slice = _with_sizes(table, slice_of(info), instant_time)
+    for file_slice in slices:
         parts.append(read_slice(table.fileio, table.base_path, file_slice, opts))
     scan_ms = int((time.monotonic() - scan_start) * 1000)
     data = pa.concat_tables(parts) if parts else schema.empty_table()
@@ -365,6 +371,7 @@ def execute_clustering(ctx: ServiceContext, instant_time: str, runner: Runner) -
             "preserve_metadata": bool(plan.preserve_hoodie_metadata),
             "sort_columns": params.get(SORT_COLUMNS_KEY),
             "layout": LayoutOptions.from_options(ctx.options).to_options(),
+            "binary_copy_refusal": binary_copy_refusal(table, strategy, params),
         }
         tasks = [
             {

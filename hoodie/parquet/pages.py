@@ -1,0 +1,104 @@
+"""Column chunks as pages: re-compressing a chunk's pages without decoding their values.
+
+Each page is a compact-Thrift ``PageHeader`` (``type``, ``uncompressed_page_size``,
+``compressed_page_size``, ``crc``, then the header of its kind) followed by
+``compressed_page_size`` bytes. A v1 data page and a dictionary page compress their whole body;
+a v2 data page keeps its repetition and definition levels uncompressed in front and compresses
+the values only when ``is_compressed`` (default true). Changing the codec therefore rewrites
+each page's body and header (a new size; the CRC, which covered the old bytes, is dropped), as
+parquet-mr's ``CompressionConverter`` does when Hudi's binary copy meets a chunk whose codec is
+not the table's (``HoodieParquetBinaryCopyBase.processChunk``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from hoodie.errors import CorruptFileError
+from hoodie.parquet.thrift import BOOL_TRUE, I32, Struct, decode_struct, encode_struct
+
+# PageHeader fields and page types
+PH_TYPE, PH_UNCOMPRESSED, PH_COMPRESSED, PH_CRC, PH_DATA_V2 = 1, 2, 3, 4, 8
+DATA_PAGE, INDEX_PAGE, DICTIONARY_PAGE, DATA_PAGE_V2 = 0, 1, 2, 3
+# DataPageHeaderV2 fields
+V2_DEF_LENGTH, V2_REP_LENGTH, V2_IS_COMPRESSED = 5, 6, 7
+
+# parquet CompressionCodec -> pyarrow codec name (LZO and Hadoop-framed LZ4 have none here)
+ARROW_CODECS = {0: None, 1: "snappy", 2: "gzip", 4: "brotli", 6: "zstd", 7: "lz4"}
+
+
+@dataclass(frozen=True, slots=True)
+class TranscodedChunk:
+    data: bytes
+    dictionary_offset: int | None
+    """Offset of the dictionary page within ``data`` (None if there is none)."""
+    data_offset: int
+    """Offset of the first data page within ``data``."""
+    uncompressed_size: int
+
+
+def _codec(code: int) -> pa.Codec | None:
+    if code not in ARROW_CODECS:
+        raise CorruptFileError(f"parquet compression codec {code} cannot be re-compressed here")
+    name = ARROW_CODECS[code]
+    return None if name is None else pa.Codec(name)
+
+
+def can_transcode(source: int, target: int) -> bool:
+    return source in ARROW_CODECS and target in ARROW_CODECS
+
+
+def transcode_chunk(chunk: bytes | memoryview, num_values: int, source: int, target: int) -> TranscodedChunk:
+    """The pages of ``chunk`` (all ``num_values`` values) re-compressed from ``source`` to ``target``."""
+    decompressor, compressor = _codec(source), _codec(target)
+    out = bytearray()
+    dictionary_offset: int | None = None
+    data_offset: int | None = None
+    uncompressed_total = 0
+    pos = 0
+    seen = 0
+    while pos < len(chunk):
+        header, body_start = decode_struct(chunk, pos)
+        size = header.get_int(PH_COMPRESSED)
+        raw_size = header.get_int(PH_UNCOMPRESSED)
+        body = bytes(chunk[body_start : body_start + size])
+        if len(body) != size:
+            raise CorruptFileError(f"a page of {size} bytes at chunk byte {pos} runs past the chunk")
+        pos = body_start + size
+        kind = header.get_int(PH_TYPE)
+        prefix = b""
+        compressed = True
+        if kind == DATA_PAGE_V2:
+            v2 = header.get_struct(PH_DATA_V2)
+            if v2 is None:
+                raise CorruptFileError("a v2 data page has no DataPageHeaderV2")
+            levels = v2.get_int(V2_DEF_LENGTH, 0) + v2.get_int(V2_REP_LENGTH, 0)
+            prefix, body, raw_size = body[:levels], body[levels:], raw_size - levels
+            flag = v2.get(V2_IS_COMPRESSED)
+            compressed = flag is None or bool(flag)
+            v2.set(V2_IS_COMPRESSED, BOOL_TRUE, compressor is not None)
+            seen += v2.get_int(1)
+        elif kind == DATA_PAGE:
+            data_header = header.get_struct(5)
+            seen += data_header.get_int(1) if data_header is not None else 0
+        plain = body if decompressor is None or not compressed else decompressor.decompress(body, raw_size)
+        body = bytes(plain) if compressor is None else compressor.compress(plain).to_pybytes()
+        new_header = Struct(dict(header.fields))
+        new_header.drop(PH_CRC)
+        new_header.set(PH_COMPRESSED, I32, len(prefix) + len(body))
+        encoded = encode_struct(new_header)
+        if kind == DICTIONARY_PAGE and dictionary_offset is None:
+            dictionary_offset = len(out)
+        elif kind in (DATA_PAGE, DATA_PAGE_V2) and data_offset is None:
+            data_offset = len(out)
+        uncompressed_total += len(encoded) + header.get_int(PH_UNCOMPRESSED)
+        out += encoded
+        out += prefix
+        out += body
+    if data_offset is None or seen != num_values:
+        raise CorruptFileError(
+            f"a column chunk holds {seen} values in its data pages, its metadata says {num_values}"
+        )
+    return TranscodedChunk(bytes(out), dictionary_offset, data_offset, uncompressed_total)
