@@ -92,6 +92,7 @@ from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.instant_time import format_instant_time, normalize, parse_instant_time
 from hoodie.timeline.timeline import ActiveTimeline, Timeline
+from hoodie.transaction.commit import InputsPresent
 from hoodie.transaction.lock import locked
 
 log = logging.getLogger(__name__)
@@ -464,7 +465,9 @@ def _execute_compaction(
                     "meanwhile; not completing it"
                 )
 
-        done = mctx.complete(inflight, metadata.to_bytes(mdt.table_version), inputs_still_there)
+        done = mctx.complete(
+            inflight, metadata.to_bytes(mdt.table_version), InputsPresent(inputs_still_there)
+        )
     log.info("%s: completed compaction %s (%d file groups)", mdt.base_path, done, len(stats))
     return done
 
