@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from hoodie.errors import TableServiceError
 from hoodie.models.base import AvroRecord
@@ -213,10 +213,15 @@ class ServiceContext:
         return transaction(self.table_lock, self.table.base_path, self.lock_timeout_s)
 
     def maintain_metadata(self) -> None:
-        """After a commit (lock released): run the metadata table's services that are due."""
-        from hoodie.metadata.services import maintain_after_commit
+        """After a commit (lock released): run the metadata table's services that are due.
 
-        maintain_after_commit(self)
+        They are found through the service registry (the ``metadata`` service), not imported:
+        they are built from the services that import this module.
+        """
+        service = service_named(UPKEEP_SERVICE)
+        if not isinstance(service, CommitUpkeep):
+            raise TableServiceError(f"the {UPKEEP_SERVICE} service does not run after commits")
+        service.after_commit(self)
 
 
 @dataclass(frozen=True)
@@ -255,6 +260,16 @@ class TableService(Protocol):
     def execute(self, ctx: ServiceContext, instant_time: str, runner: Runner) -> ExecutionResult:
         """Run one requested (or abandoned inflight) instant to completion."""
 
+
+@runtime_checkable
+class CommitUpkeep(Protocol):
+    """A service that runs right after every commit, as Hudi runs the metadata table's inline."""
+
+    def after_commit(self, ctx: ServiceContext) -> None: ...
+
+
+UPKEEP_SERVICE = "metadata"
+"""The service every commit runs after it (:meth:`ServiceContext.maintain_metadata`)."""
 
 SERVICES: dict[str, TableService] = {}
 KNOWN_SERVICES = (

@@ -231,16 +231,12 @@ def _finish(ctx: ServiceContext, inflight: Instant, savepoint: str, metadata: Re
             completion_time=ctx.completion_time,
             timeline=fresh,
             requirements=[StillInflight("restore {time} is no longer inflight on {base} (now {now})")],
-            sync=lambda _fresh, _current: _restore_metadata(ctx, savepoint),
+            sync=lambda _fresh, _current: restore_metadata_table(ctx, savepoint),
         )
         for rb in fresh.actions(Action.ROLLBACK).after(savepoint):
             for state in (State.COMPLETED, State.INFLIGHT, State.REQUESTED):
                 fresh.delete_state(rb.requested_time, state, Action.ROLLBACK)
     return done
-
-
-def _restore_metadata(ctx: ServiceContext, savepoint: str) -> None:
-    restore_metadata_table(ctx, savepoint)
 
 
 def restore_to_savepoint(ctx: ServiceContext, savepoint_time: str | None, runner: Runner) -> ExecutionResult:

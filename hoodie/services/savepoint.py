@@ -24,7 +24,7 @@ from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.instant_time import normalize
 from hoodie.timeline.timeline import ActiveTimeline
-from hoodie.transaction.commit import StillInflight, commit
+from hoodie.transaction.commit import commit
 from hoodie.transaction.lock import locked
 
 log = logging.getLogger(__name__)
@@ -146,14 +146,7 @@ def complete_savepoint(ctx: ServiceContext, instant_time: str) -> Instant:
             table, tl, instant_time, _user(ctx), ctx.options.get(COMMENTS_OPTION, "")
         )
         payload = metadata.to_bytes(table.table_version)
-        return commit(
-            table,
-            current,
-            payload,
-            completion_time=ctx.completion_time,
-            timeline=tl,
-            requirements=[StillInflight("{base}: no inflight savepoint at {time} ({now})")],
-        )
+        return commit(table, current, payload, completion_time=ctx.completion_time, timeline=tl)
 
 
 def delete_savepoint(ctx: ServiceContext, instant_time: str) -> bool:

@@ -26,7 +26,6 @@ services.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -41,10 +40,10 @@ if TYPE_CHECKING:  # the table is what commits write to; this module imports no 
     from hoodie.table import HoodieTable
     from hoodie.timeline.timeline import ActiveTimeline
 
-log = logging.getLogger(__name__)
 
-Sync = Callable[["ActiveTimeline", Instant], None]
-"""Writes what must be durable before the instant completes (the metadata table's update)."""
+Sync = Callable[["ActiveTimeline", Instant], object]
+"""Writes what must be durable before the instant completes (the metadata table's update); what it
+returns is ignored."""
 Upkeep = Callable[[], None]
 """Runs after the lock is released (the metadata table's services that are due)."""
 CompletionTime = Callable[["ActiveTimeline"], "str | None"]

@@ -609,7 +609,6 @@ class HoodieWriter:
 
     def _maintain_metadata(self) -> None:
         """Run the metadata table's services that are due, as Hudi's writers do after each commit."""
-        from hoodie.metadata.services import maintain_after_commit
         from hoodie.services.base import ServiceContext
 
         ctx = ServiceContext(
@@ -620,7 +619,7 @@ class HoodieWriter:
             heartbeat=self.heartbeat,
             lock_timeout_s=self.options.lock_timeout_s,
         )
-        maintain_after_commit(ctx)
+        ctx.maintain_metadata()
 
     def _check_conflicts(
         self, start: ActiveTimeline, now: ActiveTimeline, touched: set[FileGroupId], instant_time: str
