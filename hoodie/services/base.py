@@ -22,7 +22,7 @@ from hoodie.models.commit import WriteStat
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.timeline import ActiveTimeline
-from hoodie.transaction.commit import Requirement, StillInflight, Transaction, commit, transaction
+from hoodie.transaction.commit import Requirement, StillInflight, Transaction, commit, lock_owner, transaction
 from hoodie.transaction.heartbeat import HeartbeatConfig
 from hoodie.transaction.lock import InProcessLockProvider, LockProvider
 from hoodie.transaction.time_generator import TimeSource, WaitBasedTimeGenerator
@@ -210,7 +210,7 @@ class ServiceContext:
 
     def transaction(self) -> AbstractContextManager[Transaction]:
         """Hold the table lock; commits inside complete under it (see ``hoodie.transaction.commit``)."""
-        return transaction(self.table_lock, self.table.base_path, self.lock_timeout_s)
+        return transaction(self.table_lock, lock_owner(self.table), self.lock_timeout_s)
 
     def maintain_metadata(self) -> None:
         """After a commit (lock released): run the metadata table's services that are due.

@@ -60,6 +60,11 @@ class Transaction:
     after_release: list[Upkeep] = field(default_factory=list)
 
 
+def lock_owner(table: HoodieTable) -> str:
+    """The table whose lock guards ``table``'s commits: a metadata table shares its data table's."""
+    return table.base_path.rstrip("/").rsplit("/", 2)[0] if table.is_metadata_table else table.base_path
+
+
 _CURRENT: ContextVar[Transaction | None] = ContextVar("hoodie_transaction", default=None)
 
 
@@ -189,7 +194,7 @@ def commit(
     """
     steps = (sync, publish)
     if lock is not None:
-        with transaction(lock, table.base_path, timeout_s) as txn:
+        with transaction(lock, lock_owner(table), timeout_s) as txn:
             done = _complete(table, instant, payload, completion_time, txn, timeline, requirements, steps)
             if upkeep is not None:
                 txn.after_release.append(upkeep)

@@ -236,6 +236,8 @@ MDT = "/.hoodie/metadata"
 CASES = [
     *(Case(name, SETUPS[name][1], names=MDT if SETUPS[name][1] else "") for name in KNOWN_SERVICES),
     Case("indexing", metadata_table=True, expire_at=2, names="indexing"),
+    # the metadata table's own instants inside a service's commit (its deltacommit; its restore)
+    *(Case(name, metadata_table=True, names=MDT) for name in ("compaction", "restore")),
     *(Case(f"write:{op.value}") for op in OPERATIONS),
     *(Case(f"write:{op.value}", metadata_table=True, names=MDT) for op in OPERATIONS),
     Case("write:upsert", metadata_table=True, expire_at=2, names="deltacommit"),
