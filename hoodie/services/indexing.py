@@ -517,7 +517,7 @@ def execute_indexing(ctx: ServiceContext, instant_time: str, runner: Runner) -> 
                     table, add=build, inflight_remove=build
                 ),
             )
-    ctx.maintain_metadata()
+    ctx.maintain_metadata()  # the commit's upkeep, once the claim's heartbeat is gone
     counts = {p: len(records[p]) for p in build}
     log.info("%s: completed indexing %s: %s", table.base_path, done, counts)
     written = [stat for p in build for stat in stats[p]]  # the metadata table's new base files
