@@ -7,9 +7,10 @@ for every registered table service, every write operation, and the metadata tabl
 nothing completes, the error names the lost lock, and the next run (the provider has a new session
 by then) completes the work.
 
-The expiry is real (the server ends the session; its ephemeral lock node goes) as in
-``test_daemon_ha``'s first version of this test, which expired it on the completion's acquire; the
-trigger here is the lock check itself, the one moment every path shares.
+The expiry is real (the server ends the session; its ephemeral lock node goes), as in
+``test_daemon_ha.test_no_completion_after_the_zookeeper_session_expired``, which expires it on the
+compaction's completing acquire (counted: claim, completion). Counting acquires differs from path to
+path, so here the trigger is the lock check itself, the one moment every path shares.
 """
 
 from __future__ import annotations
@@ -231,6 +232,7 @@ OPERATIONS = (
     WriteOperation.UPSERT,
     WriteOperation.DELETE,
     WriteOperation.INSERT_OVERWRITE,
+    WriteOperation.BULK_INSERT,
 )
 MDT = "/.hoodie/metadata"
 CASES = [
