@@ -40,6 +40,7 @@ from hoodie.models.commit import CommitMetadata, WriteStat
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.timeline import ActiveTimeline
+from hoodie.transaction.commit import commit
 
 log = logging.getLogger(__name__)
 
@@ -214,7 +215,7 @@ def complete_partition_build(
         version=None,
         operation_type=operation,
     )
-    done = mdt.reload().complete(inflight, metadata.to_bytes(version), completion_time())
+    done = commit(mdt, inflight, metadata.to_bytes(version), completion_time=lambda _: completion_time())
     log.info(
         "%s: built metadata partition %s (%d records) at %s",
         data_table.base_path,

@@ -48,19 +48,20 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hoodie.errors import HoodieError, TableServiceError, UnsupportedTableError
+from hoodie.errors import HoodieError, TableServiceError
 from hoodie.file_group.base_file import BaseFile
 from hoodie.file_group.file_slice import FileSlice
 from hoodie.file_group.log_block import BlockType
 from hoodie.file_group.view import FileSystemView
 from hoodie.hfile.reader import HFileReader
 from hoodie.io.fileio import join
+from hoodie.metadata.context import metadata_service_context
 from hoodie.metadata.records import (
     is_live,
     plain_metadata_schema_json,
 )
 from hoodie.metadata.sync import has_metadata_table
-from hoodie.metadata.table import MetadataTable, open_metadata_table
+from hoodie.metadata.table import MetadataTable
 from hoodie.metadata.writer import base_hfile_bytes
 from hoodie.models.clean import CleaningPolicy
 from hoodie.models.commit import CommitMetadata, WriteStat
@@ -92,6 +93,7 @@ from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.instant_time import format_instant_time, normalize, parse_instant_time
 from hoodie.timeline.timeline import ActiveTimeline, Timeline
+from hoodie.transaction.commit import InputsPresent
 from hoodie.transaction.lock import locked
 
 log = logging.getLogger(__name__)
@@ -164,23 +166,6 @@ class MetadataTablePolicy:
             compaction_max_delta_commits=max_deltas,
         )
         return cls(max_delta_commits=max_deltas, clean=clean, archival=archival)
-
-
-def metadata_service_context(data_table: HoodieTable, ctx: ServiceContext) -> ServiceContext:
-    """A context for the MDT of ``data_table``: the data table's lock, instant times and heartbeats."""
-    if data_table.table_version < 8:
-        raise UnsupportedTableError(
-            f"{data_table.base_path}: table version {data_table.table_version} has a metadata table; "
-            "hts runs metadata-table services on table versions 8 and 9 only"
-        )
-    return ServiceContext(
-        table=open_metadata_table(data_table),
-        lock=ctx.table_lock,
-        time_source=ctx,
-        storage_options=ctx.storage_options,
-        heartbeat=ctx.heartbeat,
-        lock_timeout_s=ctx.lock_timeout_s,
-    )
 
 
 # -- compaction: scheduling ---------------------------------------------------------------------
@@ -464,7 +449,9 @@ def _execute_compaction(
                     "meanwhile; not completing it"
                 )
 
-        done = mctx.complete(inflight, metadata.to_bytes(mdt.table_version), inputs_still_there)
+        done = mctx.complete(
+            inflight, metadata.to_bytes(mdt.table_version), InputsPresent(inputs_still_there)
+        )
     log.info("%s: completed compaction %s (%d file groups)", mdt.base_path, done, len(stats))
     return done
 

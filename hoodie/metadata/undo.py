@@ -27,8 +27,8 @@ from __future__ import annotations
 import logging
 
 from hoodie.errors import TableServiceError
+from hoodie.metadata.context import metadata_service_context
 from hoodie.metadata.init import INIT_PREFIX, files_on_storage
-from hoodie.metadata.services import metadata_service_context
 from hoodie.metadata.sync import has_metadata_table, restore_updates
 from hoodie.metadata.table import MetadataTable
 from hoodie.metadata.writer import MetadataWriter

@@ -38,6 +38,7 @@ from hoodie.models.commit import CommitMetadata, WriteStat
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.instant_time import normalize
+from hoodie.transaction.commit import commit
 
 log = logging.getLogger(__name__)
 
@@ -236,7 +237,12 @@ class MetadataWriter:
             version=None,
             operation_type=operation,
         )
-        done = timeline.complete(inflight, metadata.to_bytes(version), completion_time())
+        done = commit(
+            mdt_table,
+            inflight,
+            metadata.to_bytes(version),
+            completion_time=lambda _: completion_time(),
+        )
         log.debug("%s: metadata table %s (%d log files)", self.data_table.base_path, done, task)
         return done
 

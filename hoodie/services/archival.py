@@ -58,6 +58,7 @@ from hoodie.timeline.history import append_to_history, compact_and_clean
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.instant_time import format_instant_time, normalize, parse_instant_time
 from hoodie.timeline.timeline import ActiveTimeline
+from hoodie.transaction.commit import require_lock
 from hoodie.transaction.lock import locked
 from hoodie.write.markers import WriteMarkers
 
@@ -488,11 +489,6 @@ def schedule_archival(
     return Scheduled(None if dry_run else plan.instants[-1].requested_time, plan, reason)
 
 
-def _require_lock(ctx: ServiceContext, step: str) -> None:
-    if not ctx.table_lock.is_held():
-        raise TableServiceError(f"{ctx.table.base_path}: the table lock was lost before archival {step}")
-
-
 def _delete_from_active_timeline(timeline: ActiveTimeline, instants: Iterable[Instant]) -> int:
     """Requested and inflight files first, then completed files in ascending order."""
     ordered = sorted(instants, key=lambda i: i.sort_key)
@@ -534,7 +530,7 @@ def execute_archival(
     ctx.require_supported_metadata("archival")
     table = ctx.table
     policy = policy or ArchivalPolicy.from_options(ctx.options)
-    with locked(ctx.table_lock, ctx.lock_timeout_s):
+    with ctx.transaction() as txn:
         timeline = table.reload()
         plan = plan_archival(table, policy, timeline)
         due = [] if plan is None else plan.instants
@@ -549,13 +545,13 @@ def execute_archival(
         files = [InstantFiles.read(timeline, i.requested_time) for i in due]
         for f in files:
             WriteMarkers(table.fileio, table.paths, f.requested_time).delete_all()
-        _require_lock(ctx, "wrote its archive")
+        require_lock(txn, "archival wrote its archive", "nothing was archived")
         if timeline.layout >= 2:
             written = append_to_history(table.fileio, table.paths, files, compact=False)
         else:
             written = write_archive_file(table.fileio, table.paths, files, batch_size=policy.archival_batch)
         crash_point("archival.after_archive_write")
-        _require_lock(ctx, "deleted archived instants")
+        require_lock(txn, "archival deleted archived instants", "they stay on the active timeline")
         deleted = _delete_from_active_timeline(timeline, (i.instant for i in due))
         merged: list[str] = []
         if timeline.layout >= 2:

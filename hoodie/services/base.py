@@ -13,8 +13,9 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from hoodie.errors import TableServiceError
 from hoodie.models.base import AvroRecord
@@ -22,8 +23,9 @@ from hoodie.models.commit import WriteStat
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.timeline import ActiveTimeline
+from hoodie.transaction.commit import Requirement, StillInflight, Transaction, commit, lock_owner, transaction
 from hoodie.transaction.heartbeat import HeartbeatConfig
-from hoodie.transaction.lock import InProcessLockProvider, LockError, LockProvider, locked
+from hoodie.transaction.lock import InProcessLockProvider, LockProvider
 from hoodie.transaction.time_generator import TimeSource, WaitBasedTimeGenerator
 
 log = logging.getLogger(__name__)
@@ -185,36 +187,46 @@ class ServiceContext:
         self,
         instant: Instant,
         payload: bytes,
-        precondition: Callable[[ActiveTimeline], None] | None = None,
+        *requirements: Requirement,
     ) -> Instant:
-        """Complete ``instant`` under the table lock, after ``precondition`` checks a fresh timeline."""
-        with locked(self.table_lock, self.lock_timeout_s):
-            fresh = self.table.reload()
-            current = fresh.get(instant.requested_time, instant.action)
-            if current is None or not current.is_inflight:
-                raise TableServiceError(
-                    f"{instant.requested_time} ({instant.action.value}) is no longer inflight on "
-                    f"{self.table.base_path} (now {current}); another process rolled it back or completed it"
-                )
-            if precondition is not None:
-                precondition(fresh)
+        """Complete ``instant`` through :func:`~hoodie.transaction.commit.commit`: under the table lock,
+        still inflight and ``requirements`` met on a fresh timeline, the metadata table updated;
+        then the metadata table's upkeep."""
+
+        def sync(fresh: ActiveTimeline, current: Instant) -> None:
             self.sync_metadata(fresh, current, payload)
             crash_point("metadata.before_data_complete")
-            completion = self.new_instant_time(lock_held=True) if fresh.layout >= 2 else None
-            if not self.table_lock.is_held():  # e.g. a ZooKeeper session expired while we waited
-                raise LockError(
-                    f"lost the table lock of {self.table.base_path} before completing {current}; "
-                    "not completing it"
-                )
-            done = fresh.complete(current, payload, completion)
-        self.maintain_metadata()
-        return done
+
+        return commit(
+            self.table,
+            instant,
+            payload,
+            completion_time=self.completion_time,
+            lock=self.table_lock,
+            timeout_s=self.lock_timeout_s,
+            requirements=[StillInflight(), *requirements],
+            sync=sync,
+            upkeep=self.maintain_metadata,
+        )
+
+    def completion_time(self, timeline: ActiveTimeline) -> str | None:
+        """A completion time minted under the lock (timeline layout 2), or None (layout 1)."""
+        return self.new_instant_time(lock_held=True) if timeline.layout >= 2 else None
+
+    def transaction(self) -> AbstractContextManager[Transaction]:
+        """Hold the table lock; commits inside complete under it (see ``hoodie.transaction.commit``)."""
+        return transaction(self.table_lock, lock_owner(self.table), self.lock_timeout_s)
 
     def maintain_metadata(self) -> None:
-        """After a commit (lock released): run the metadata table's services that are due."""
-        from hoodie.metadata.services import maintain_after_commit
+        """After a commit (lock released): run the metadata table's services that are due.
 
-        maintain_after_commit(self)
+        They are found through the service registry (the ``metadata`` service), not imported:
+        they are built from the services that import this module.
+        """
+        service = service_named(UPKEEP_SERVICE)
+        if not isinstance(service, CommitUpkeep):
+            raise TableServiceError(f"the {UPKEEP_SERVICE} service does not run after commits")
+        service.after_commit(self)
 
 
 @dataclass(frozen=True)
@@ -253,6 +265,16 @@ class TableService(Protocol):
     def execute(self, ctx: ServiceContext, instant_time: str, runner: Runner) -> ExecutionResult:
         """Run one requested (or abandoned inflight) instant to completion."""
 
+
+@runtime_checkable
+class CommitUpkeep(Protocol):
+    """A service that runs right after every commit, as Hudi runs the metadata table's inline."""
+
+    def after_commit(self, ctx: ServiceContext) -> None: ...
+
+
+UPKEEP_SERVICE = "metadata"
+"""The service every commit runs after it (:meth:`ServiceContext.maintain_metadata`)."""
 
 SERVICES: dict[str, TableService] = {}
 KNOWN_SERVICES = (

@@ -59,6 +59,7 @@ from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.instant_time import normalize
 from hoodie.timeline.timeline import ActiveTimeline
+from hoodie.transaction.commit import NoConflictingCommit
 from hoodie.write.markers import IOType, WriteMarkers
 
 __all__ = [
@@ -400,14 +401,16 @@ def execute_clustering(ctx: ServiceContext, instant_time: str, runner: Runner) -
         done = ctx.complete(
             inflight,
             metadata.to_bytes(table.table_version),
-            _no_lost_writes(
-                table,
-                _ReadState(
-                    instant_time,
-                    frozenset(inputs),
-                    frozenset(_plan_files(plan)),
-                    frozenset(base["completed_instants"]),
-                    timeline.state_file_mtime_ms(instant_time, State.REQUESTED, instant.action),
+            NoConflictingCommit(
+                _no_lost_writes(
+                    table,
+                    _ReadState(
+                        instant_time,
+                        frozenset(inputs),
+                        frozenset(_plan_files(plan)),
+                        frozenset(base["completed_instants"]),
+                        timeline.state_file_mtime_ms(instant_time, State.REQUESTED, instant.action),
+                    ),
                 ),
             ),
         )

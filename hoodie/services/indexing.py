@@ -95,7 +95,8 @@ from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.instant_time import instant_to_epoch_millis
 from hoodie.timeline.timeline import ActiveTimeline, Timeline
-from hoodie.transaction.lock import LockError, locked
+from hoodie.transaction.commit import StillInflight, commit
+from hoodie.transaction.lock import locked
 
 log = logging.getLogger(__name__)
 
@@ -403,20 +404,6 @@ def _tasks(
     return tasks
 
 
-def _require_ours(ctx: ServiceContext, instant_time: str) -> Instant:
-    current = ctx.table.reload().get(instant_time, Action.INDEXING)
-    if current is None or not current.is_inflight:
-        raise TableServiceError(
-            f"indexing {instant_time} is no longer inflight on {ctx.table.base_path} (now {current}); "
-            "another process rolled it back or completed it"
-        )
-    if not ctx.table_lock.is_held():
-        raise LockError(
-            f"lost the table lock of {ctx.table.base_path} before completing indexing {instant_time}"
-        )
-    return current
-
-
 def _undo(ctx: ServiceContext, plan: IndexPlan, instant: Instant) -> None:
     """A cancelled attempt: drop its partial build and put the plan back to requested."""
     with locked(ctx.table_lock, ctx.lock_timeout_s):
@@ -452,7 +439,7 @@ def execute_indexing(ctx: ServiceContext, instant_time: str, runner: Runner) -> 
     with claim_instant(
         ctx, instant_time, Action.INDEXING, "indexing", undo=lambda i: _undo(ctx, plan, i)
     ) as claim:
-        with locked(ctx.table_lock, ctx.lock_timeout_s):
+        with ctx.transaction():
             if claim.instant.is_inflight:
                 _drop_partial_build(ctx, partitions)
             config = table.reload_config()
@@ -488,18 +475,7 @@ def execute_indexing(ctx: ServiceContext, instant_time: str, runner: Runner) -> 
                 records[partition].update((key, base64.b64decode(datum)) for key, datum in entries.items())
         stats = {p: write_partition_base(table, p, records[p], builds[p].requested_time) for p in build}
         crash_point("indexing.before_complete")
-        with locked(ctx.table_lock, ctx.lock_timeout_s):
-            _require_ours(ctx, instant_time)
-            for partition in build:
-                complete_partition_build(
-                    table,
-                    partition,
-                    builds[partition],
-                    stats[partition],
-                    lambda: ctx.new_instant_time(lock_held=True),
-                    operation=OPERATION,
-                )
-            set_metadata_partitions(table, add=build, inflight_remove=build)
+        with ctx.transaction():
             fresh = table.reload()
             upto = fresh.completed().writes().last()
             metadata = IndexCommitMetadata(
@@ -512,9 +488,36 @@ def execute_indexing(ctx: ServiceContext, instant_time: str, runner: Runner) -> 
                     for p in partitions
                 ]
             )
-            completion = ctx.new_instant_time(lock_held=True)
-            done = fresh.complete(inflight, metadata.to_bytes(table.table_version), completion)
-    ctx.maintain_metadata()
+
+            def complete_builds(_fresh: ActiveTimeline, _current: Instant) -> None:
+                for partition in build:
+                    complete_partition_build(
+                        table,
+                        partition,
+                        builds[partition],
+                        stats[partition],
+                        lambda: ctx.new_instant_time(lock_held=True),
+                        operation=OPERATION,
+                    )
+
+            done = commit(
+                table,
+                inflight,
+                metadata.to_bytes(table.table_version),
+                completion_time=lambda _: ctx.new_instant_time(lock_held=True),
+                timeline=fresh,
+                requirements=[
+                    StillInflight(
+                        "indexing {time} is no longer inflight on {base} (now {now}); "
+                        "another process rolled it back or completed it"
+                    )
+                ],
+                sync=complete_builds,
+                publish=lambda _fresh, _current: set_metadata_partitions(
+                    table, add=build, inflight_remove=build
+                ),
+            )
+    ctx.maintain_metadata()  # the commit's upkeep, once the claim's heartbeat is gone
     counts = {p: len(records[p]) for p in build}
     log.info("%s: completed indexing %s: %s", table.base_path, done, counts)
     written = [stat for p in build for stat in stats[p]]  # the metadata table's new base files

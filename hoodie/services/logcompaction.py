@@ -77,6 +77,7 @@ from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.instant_time import normalize
 from hoodie.timeline.timeline import ActiveTimeline
+from hoodie.transaction.commit import NoConflictingCommit
 from hoodie.transaction.lock import locked
 from hoodie.write.markers import IOType, WriteMarkers
 
@@ -554,7 +555,9 @@ def execute_log_compaction(ctx: ServiceContext, instant_time: str, runner: Runne
             operation_type=WriteOperationType.LOG_COMPACT.value,
         )
         crash_point(f"{SERVICE}.before_complete")
-        done = ctx.complete(inflight, metadata.to_bytes(table.table_version), still_ordered)
+        done = ctx.complete(
+            inflight, metadata.to_bytes(table.table_version), NoConflictingCommit(still_ordered)
+        )
         WriteMarkers(table.fileio, table.paths, instant_time).delete_all()
     counts = {
         "records": sum(int(r["rows"]) for r in results),

@@ -20,6 +20,7 @@ from hoodie.errors import TableServiceError
 from hoodie.metadata.services import (
     MetadataTablePolicy,
     deltacommits_since_last_compaction,
+    maintain_after_commit,
     maintain_metadata_table,
     metadata_service_context,
 )
@@ -97,6 +98,10 @@ class MetadataTableService:
 
     def pending(self, table: HoodieTable, timeline: ActiveTimeline) -> list[Instant]:
         return []
+
+    def after_commit(self, ctx: ServiceContext) -> None:
+        """Right after a data-table commit, with its lock released (``ServiceContext.maintain_metadata``)."""
+        maintain_after_commit(ctx)
 
     def execute(self, ctx: ServiceContext, instant_time: str, runner: Runner) -> ExecutionResult:
         done = maintain_metadata_table(ctx, runner=runner)

@@ -37,6 +37,7 @@ from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.instant_time import normalize
 from hoodie.timeline.timeline import ActiveTimeline
+from hoodie.transaction.commit import StillInflight, commit
 from hoodie.transaction.heartbeat import Heartbeat, is_heartbeat_expired
 from hoodie.transaction.lock import locked
 
@@ -221,17 +222,17 @@ def _finish(ctx: ServiceContext, inflight: Instant, savepoint: str, metadata: Re
     """Under the lock: restore the metadata table, complete the restore, then drop every rollback
     instant after the savepoint."""
     table = ctx.table
-    with locked(ctx.table_lock, ctx.lock_timeout_s):
+    with ctx.transaction():
         fresh = table.reload()
-        current = fresh.get(inflight.requested_time, Action.RESTORE)
-        if current is None or not current.is_inflight:
-            raise TableServiceError(
-                f"restore {inflight.requested_time} is no longer inflight on {table.base_path} "
-                f"(now {current})"
-            )
-        restore_metadata_table(ctx, savepoint)
-        completion = ctx.new_instant_time(lock_held=True) if fresh.layout >= 2 else None
-        done = fresh.complete(current, metadata.to_bytes(table.table_version), completion)
+        done = commit(
+            table,
+            inflight,
+            metadata.to_bytes(table.table_version),
+            completion_time=ctx.completion_time,
+            timeline=fresh,
+            requirements=[StillInflight("restore {time} is no longer inflight on {base} (now {now})")],
+            sync=lambda _fresh, _current: restore_metadata_table(ctx, savepoint),
+        )
         for rb in fresh.actions(Action.ROLLBACK).after(savepoint):
             for state in (State.COMPLETED, State.INFLIGHT, State.REQUESTED):
                 fresh.delete_state(rb.requested_time, state, Action.ROLLBACK)

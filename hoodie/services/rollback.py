@@ -51,6 +51,7 @@ from hoodie.services.recovery import (
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.timeline import ActiveTimeline
+from hoodie.transaction.commit import StillInflight, commit
 from hoodie.transaction.heartbeat import Heartbeat, HeartbeatConfig, heartbeat_path, is_heartbeat_expired
 from hoodie.transaction.lock import locked
 from hoodie.write.markers import IOType, WriteMarkers
@@ -341,14 +342,9 @@ def _finish(
 ) -> Instant | None:
     """Under the lock: drop the rolled-back instant's state files, then complete the rollback."""
     table = ctx.table
-    with locked(ctx.table_lock, ctx.lock_timeout_s):
-        fresh = table.reload()
-        current = fresh.get(inflight.requested_time, Action.ROLLBACK)
-        if current is None or not current.is_inflight:
-            raise TableServiceError(
-                f"rollback {inflight.requested_time} is no longer inflight on {table.base_path} "
-                f"(now {current})"
-            )
+    still_inflight = StillInflight("rollback {time} is no longer inflight on {base} (now {now})")
+
+    def drop_target(fresh: ActiveTimeline, current: Instant) -> None:
         action = Action(info.action)
         target = fresh.get(info.commit_time, action)
         if publish and table.has_metadata_table:  # a restore restores the metadata table itself
@@ -360,10 +356,23 @@ def _finish(
         elif target is not None:
             for state in (State.COMPLETED, State.INFLIGHT, State.REQUESTED):
                 fresh.delete_state(info.commit_time, state, action)
-        if not publish:
+
+    with ctx.transaction():
+        fresh = table.reload()
+        if not publish:  # a restore's rollback: the restore completes instead
+            still_inflight.check(table, fresh, inflight)
+            drop_target(fresh, inflight)
             return None
-        completion = ctx.new_instant_time(lock_held=True) if fresh.layout >= 2 else None
-        return fresh.complete(current, metadata.to_bytes(table.table_version), completion)
+        # The upkeep runs in execute_rollback, once the markers and the heartbeat are gone.
+        return commit(
+            table,
+            inflight,
+            metadata.to_bytes(table.table_version),
+            completion_time=ctx.completion_time,
+            timeline=fresh,
+            requirements=[still_inflight],
+            sync=drop_target,
+        )
 
 
 def rollback(

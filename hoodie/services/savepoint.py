@@ -24,6 +24,7 @@ from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.instant_time import normalize
 from hoodie.timeline.timeline import ActiveTimeline
+from hoodie.transaction.commit import commit
 from hoodie.transaction.lock import locked
 
 log = logging.getLogger(__name__)
@@ -116,7 +117,7 @@ def create_savepoint(
 ) -> Scheduled:
     """Savepoint ``instant_time`` (default: the latest completed commit): inflight, then completed."""
     table = ctx.table
-    with locked(ctx.table_lock, ctx.lock_timeout_s):  # no clean may plan while we list the files
+    with ctx.transaction():  # no clean may plan while we list the files
         tl = table.reload()
         ts, metadata = plan_savepoint(table, tl, instant_time, user, comments)
         existing = tl.get(ts, Action.SAVEPOINT)
@@ -126,8 +127,8 @@ def create_savepoint(
         if dry_run:
             return Scheduled(None, metadata, reason)
         inflight = tl.create_inflight(Instant(ts, Action.SAVEPOINT, State.INFLIGHT))
-        completion = ctx.new_instant_time(lock_held=True) if tl.layout >= 2 else None
-        tl.complete(inflight, metadata.to_bytes(table.table_version), completion)
+        payload = metadata.to_bytes(table.table_version)
+        commit(table, inflight, payload, completion_time=ctx.completion_time)
     files = sum(len(p.savepoint_data_file) for p in metadata.partition_metadata.values())
     log.info("%s: savepoint %s created (%d files)", table.base_path, ts, files)
     return Scheduled(ts, metadata, reason)
@@ -136,7 +137,7 @@ def create_savepoint(
 def complete_savepoint(ctx: ServiceContext, instant_time: str) -> Instant:
     """Complete a savepoint left inflight by a crash (its files are listed afresh)."""
     table = ctx.table
-    with locked(ctx.table_lock, ctx.lock_timeout_s):
+    with ctx.transaction():
         tl = table.reload()
         current = tl.get(instant_time, Action.SAVEPOINT)
         if current is None or not current.is_inflight:
@@ -144,8 +145,8 @@ def complete_savepoint(ctx: ServiceContext, instant_time: str) -> Instant:
         _, metadata = plan_savepoint(
             table, tl, instant_time, _user(ctx), ctx.options.get(COMMENTS_OPTION, "")
         )
-        completion = ctx.new_instant_time(lock_held=True) if tl.layout >= 2 else None
-        return tl.complete(current, metadata.to_bytes(table.table_version), completion)
+        payload = metadata.to_bytes(table.table_version)
+        return commit(table, current, payload, completion_time=ctx.completion_time, timeline=tl)
 
 
 def delete_savepoint(ctx: ServiceContext, instant_time: str) -> bool:

@@ -47,8 +47,9 @@ from hoodie.schema.avro_arrow import add_meta_fields, avro_to_arrow_schema
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.timeline import ActiveTimeline
+from hoodie.transaction.commit import NoConflictingCommit, StillInflight, commit
 from hoodie.transaction.heartbeat import Heartbeat, HeartbeatConfig
-from hoodie.transaction.lock import InProcessLockProvider, LockProvider, locked
+from hoodie.transaction.lock import InProcessLockProvider, LockProvider
 from hoodie.transaction.time_generator import TimeSource, WaitBasedTimeGenerator
 from hoodie.write.bucket_planner import BucketLayout, same_buckets
 from hoodie.write.handles import WriteContext, append_to_log, create_base_file, merge_into_base
@@ -593,26 +594,41 @@ class HoodieWriter:
     ) -> Instant:
         touched = {FileGroupId(s.partition_path or "", s.file_id or "") for s in stats}
         touched |= {FileGroupId(p, f) for p, ids in replaced.items() for f in ids}
-        with locked(self.lock, self.options.lock_timeout_s):
-            fresh = self.table.reload()
-            self._check_conflicts(timeline, fresh, touched, instant_time)
-            payload = metadata.to_bytes(self.table.table_version)
+        payload = metadata.to_bytes(self.table.table_version)
+
+        def sync(fresh: ActiveTimeline, current: Instant) -> None:
             sync_metadata_table(
                 self.table,
                 fresh,
-                inflight,
+                current,
                 payload,
                 lambda: self.time_source.new_instant_time(lock_held=True),
                 record_index=lambda: record_index(fresh),
                 log_records=log_records,
                 base_footers=base_footers,
             )
-            completion = self.time_source.new_instant_time(lock_held=True) if fresh.layout >= 2 else None
-            return fresh.complete(inflight, payload, completion)
+
+        # The upkeep runs in write(), after the markers and the heartbeat are gone (Hudi's postCommit).
+        return commit(
+            self.table,
+            inflight,
+            payload,
+            completion_time=lambda fresh: (
+                self.time_source.new_instant_time(lock_held=True) if fresh.layout >= 2 else None
+            ),
+            lock=self.lock,
+            timeout_s=self.options.lock_timeout_s,
+            requirements=[
+                StillInflight(),
+                NoConflictingCommit(
+                    lambda fresh: self._check_conflicts(timeline, fresh, touched, instant_time)
+                ),
+            ],
+            sync=sync,
+        )
 
     def _maintain_metadata(self) -> None:
         """Run the metadata table's services that are due, as Hudi's writers do after each commit."""
-        from hoodie.metadata.services import maintain_after_commit
         from hoodie.services.base import ServiceContext
 
         ctx = ServiceContext(
@@ -623,7 +639,7 @@ class HoodieWriter:
             heartbeat=self.heartbeat,
             lock_timeout_s=self.options.lock_timeout_s,
         )
-        maintain_after_commit(ctx)
+        ctx.maintain_metadata()
 
     def _check_conflicts(
         self, start: ActiveTimeline, now: ActiveTimeline, touched: set[FileGroupId], instant_time: str
