@@ -26,6 +26,7 @@ from typing import Any
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from hoodie.errors import HoodieError, InvalidInputError, UnsupportedTableError
+from hoodie.timeline.timeline import ActiveTimeline
 from hoodie.transaction.heartbeat import HeartbeatConfig
 from service.errors import BadRequest, Conflict, NotFound
 from service.executor import Executor, Outcome, SparkHolder
@@ -34,7 +35,7 @@ from service.metrics import Metrics
 from service.queue import WorkItem, WorkQueue
 from service.registry import Registry, TableEntry
 from service.settings import Settings
-from service.store import Run, RunState, RunStore
+from service.store import Run, RunKind, RunState, RunStore, RunTrigger
 from service.truetime import TableClock, default_skew_ms
 from service.watcher import TableWatch, lazy_failed_writes, look
 
@@ -78,11 +79,12 @@ class Daemon:
         self.store = RunStore(settings.state_dir, self.replica)
         self.queue = WorkQueue(settings.limits, self._table_limit)
         self.spark = SparkHolder(settings.spark)
-        self.executor = Executor(self.spark)
+        self.executor = Executor(self.spark, self._claim)
         self.scheduler = BackgroundScheduler(timezone="UTC")
         self.gave_up: dict[tuple[str, str], str] = {}
         self._policy_due: dict[tuple[str, str], float] = {}
         self._workers: list[threading.Thread] = []
+        self._submitting = threading.Lock()
         self._closing = threading.Event()
         self.stopping = False
         self.started = False
@@ -272,14 +274,27 @@ class Daemon:
             del self.gave_up[key]
         if entry.paused:
             return
+        fresh: ActiveTimeline | None = None
         for p in entry.watch.pending:
             key = (entry.id, p.instant.requested_time)
             if not p.runnable or key in self.gave_up or self.queue.find(key) is not None:
                 continue
+            if self.queue.planning(entry.id, p.service):
+                continue  # a run planning this service may have written this plan: it runs it
+            # A run that planned and carried out this instant may have ended since the look.
+            fresh = fresh or ActiveTimeline.load(entry.table.fileio, entry.table.paths, entry.table.tz)
+            still = fresh.get(p.instant.requested_time, p.instant.action)
+            if still is None or still.is_completed:
+                continue
             why = "abandoned attempt" if p.abandoned else f"requested {p.age_s:.0f} s ago"
             self.submit(
                 WorkItem(
-                    entry.id, p.service, "execute", p.instant.requested_time, "watch", entry.config.priority
+                    entry.id,
+                    p.service,
+                    RunKind.EXECUTE,
+                    p.instant.requested_time,
+                    RunTrigger.WATCH,
+                    entry.config.priority,
                 ),
                 decision=why,
             )
@@ -295,9 +310,11 @@ class Daemon:
             if now < self._policy_due.get(key, 0.0):
                 continue
             self._policy_due[key] = now + policy.interval_s
-            kind = "run" if service in RUN_NOW else "schedule"
+            kind = RunKind.RUN if service in RUN_NOW else RunKind.SCHEDULE
             options = {**POLICY_DEFAULTS.get(service, {}), **policy.options}
-            item = WorkItem(entry.id, service, kind, None, "policy", entry.config.priority - 1, options)
+            item = WorkItem(
+                entry.id, service, kind, None, RunTrigger.POLICY, entry.config.priority - 1, options
+            )
             # A policy check leaves a run in the history only when it plans (or fails).
             if self.queue.submit(item)[1]:
                 log.debug(
@@ -329,23 +346,32 @@ class Daemon:
     def submit(
         self, item: WorkItem, *, decision: str, idempotency_key: str | None = None
     ) -> tuple[Run, bool]:
+        """Record a run for ``item`` and queue it; when the same work (the same instant, or the same
+        trigger) is queued or running already, or the idempotency key was used, that run and False,
+        recording nothing: one instant, one run."""
         entry = self.registry.get(item.table_id)
         if entry is None:
             raise NotFound(f"no table {item.table_id!r}")
-        run, created = self._create_run(item, entry.uri, idempotency_key)
-        if not created:
-            return run, False
-        item.run_id = run.id
-        queued, fresh = self.queue.submit(item)
-        if not fresh:  # the same instant is queued or running already: that run answers for it
-            self.store.update(
-                run.id,
-                state=RunState.SKIPPED,
-                finished_at=time.time(),
-                error=f"same work as run {queued.run_id}",
-            )
-            existing = self.store.get(queued.run_id) if queued.run_id is not None else None
-            return (existing or run), False
+        with self._submitting:  # the check and the record, one submit at a time
+            earlier = self.store.by_idempotency_key(idempotency_key) if idempotency_key else None
+            if earlier is not None:
+                return earlier, False
+            queued = self.queue.find(item.key)
+            existing = self.store.get(queued.run_id) if queued and queued.run_id is not None else None
+            if existing is not None:
+                return existing, False
+            run, _ = self._create_run(item, entry.uri, idempotency_key)
+            item.run_id = run.id
+            if queued is not None or not self.queue.submit(item)[1]:  # a policy check, not recorded
+                self.store.update(
+                    run.id,
+                    state=RunState.SKIPPED,
+                    finished_at=time.time(),
+                    error=f"the same work is queued already: a {item.service} policy check",
+                )
+                skipped = self.store.get(run.id)
+                assert skipped is not None
+                return skipped, False
         log.info(
             "queued %s %s on %s: %s",
             item.service,
@@ -362,6 +388,13 @@ class Daemon:
             ),
         )
         return run, True
+
+    def _claim(self, item: WorkItem, instant: str) -> WorkItem | None:
+        """``item`` planned (or picked) ``instant`` and carries it out: its run is that instant's."""
+        owner = self.queue.claim(item, instant)
+        if owner is None and item.run_id is not None:
+            self.store.update(item.run_id, instant=instant)
+        return owner
 
     def _eligible(self, item: WorkItem) -> bool:
         entry = self.registry.get(item.table_id)
@@ -392,11 +425,12 @@ class Daemon:
                 **_tags(table=item.table_id, service=item.service, instant=item.instant, run=item.run_id),
             )
         if entry is None:
-            outcome = Outcome("skipped", {"reason": "table no longer served"})
+            outcome = Outcome(RunState.SKIPPED, {"reason": "table no longer served"})
         else:
             outcome = self.executor.run(item, entry)
         seconds = time.monotonic() - started
-        if quiet and outcome.state == "succeeded" and not outcome.scheduled and outcome.result is None:
+        succeeded = outcome.state is RunState.SUCCEEDED
+        if quiet and succeeded and not outcome.scheduled and outcome.result is None:
             log.debug(
                 "%s policy of %s: %s",
                 item.service,
@@ -415,7 +449,7 @@ class Daemon:
         self._record(item, outcome, seconds)
         retry = self.settings.retry
         if (
-            outcome.state == "failed"
+            outcome.state is RunState.FAILED
             and outcome.retry
             and item.attempts < retry.max_attempts
             and not self.stopping
@@ -437,47 +471,50 @@ class Daemon:
             )
             self.queue.finish(item, seconds, retry_in=delay)
             return
-        if outcome.state == "failed" and item.instant is not None:
-            self.gave_up[item.key] = f"gave up after repeated failures: {outcome.error or 'failed'}"
-        if outcome.state == "cancelled" and item.instant is not None and not self.stopping:
-            self.gave_up[item.key] = _CANCELLED.format(run=item.run_id, service=item.service)
+        target = (item.table_id, item.target) if item.target is not None else None
+        if outcome.state is RunState.FAILED and target is not None:
+            self.gave_up[target] = f"gave up after repeated failures: {outcome.error or 'failed'}"
+        if outcome.state is RunState.CANCELLED and target is not None and not self.stopping:
+            self.gave_up[target] = _CANCELLED.format(run=item.run_id, service=item.service)
         details = dict(outcome.details)
         if item.progress != (0, 0):
             details["tasks_done"], details["tasks_total"] = item.progress
         self.store.update(
             item.run_id,
-            state=RunState(outcome.state),
+            state=outcome.state,
             finished_at=time.time(),
             error=outcome.error,
             details=details,
         )
-        level = logging.ERROR if outcome.state == "failed" else logging.INFO
+        level = logging.ERROR if outcome.state is RunState.FAILED else logging.INFO
         log.log(
             level,
             "%s %s on %s %s in %.1f s%s",
             item.service,
             item.instant or item.kind,
             item.table_id,
-            outcome.state,
+            outcome.state.value,
             seconds,
             f": {outcome.error}" if outcome.error else "",
             **tags,
         )
-        item.result = {"state": outcome.state, **details}
+        item.result = {"state": outcome.state.value, **details}
         self.queue.finish(item, seconds)
         if entry is not None and not self.stopping:
             for service, instant in outcome.scheduled:
                 self.submit(
-                    WorkItem(entry.id, service, "execute", instant, item.trigger, entry.config.priority),
+                    WorkItem(
+                        entry.id, service, RunKind.EXECUTE, instant, item.trigger, entry.config.priority
+                    ),
                     decision=f"planned by run {item.run_id}",
                 )
 
     def _record(self, item: WorkItem, outcome: Outcome, seconds: float) -> None:
         m = self.metrics
         table, service = item.table_id, item.service
-        m.runs.labels(table, service, outcome.state).inc()
+        m.runs.labels(table, service, outcome.state.value).inc()
         m.run_duration.labels(table, service).observe(seconds)
-        if outcome.state != "succeeded":
+        if outcome.state is not RunState.SUCCEEDED:
             return
         d = outcome.details
         m.records_written.labels(table, service).inc(d.get("records_written", 0) or 0)
@@ -487,8 +524,8 @@ class Daemon:
         m.files_removed.labels(table, service).inc(d.get("files_deleted", 0) or 0)
         if service == "archival":
             m.instants_archived.labels(table).inc(d.get("archived", 0) or 0)
-        if item.kind in ("schedule", "trigger") and d.get("scheduled"):
-            m.scheduled.labels(table, service, item.trigger).inc()
+        if item.kind in (RunKind.SCHEDULE, RunKind.TRIGGER) and d.get("scheduled"):
+            m.scheduled.labels(table, service, item.trigger.value).inc()
 
     # -- operations (the API calls these) ----------------------------------------------------
 
@@ -523,9 +560,9 @@ class Daemon:
             _check_index_request(entry, options or {})
         if instant is not None:
             self.gave_up.pop((table_id, instant), None)
-        kind = "run" if service in RUN_NOW else "trigger"
+        kind = RunKind.RUN if service in RUN_NOW else RunKind.TRIGGER
         item = WorkItem(
-            table_id, service, kind, instant, "api", entry.config.priority + 10, dict(options or {})
+            table_id, service, kind, instant, RunTrigger.API, entry.config.priority + 10, dict(options or {})
         )
         return self.submit(item, decision="REST trigger", idempotency_key=idempotency_key)
 
@@ -539,8 +576,8 @@ class Daemon:
                 raise Conflict(f"run {run_id} already ended ({run.state.value})")
             raise Conflict(f"run {run_id} is not queued or running in this replica ({run.replica})")
         self.queue.cancel(run_id)
-        if item.instant is not None:
-            self.gave_up[item.key] = _CANCELLED.format(run=run_id, service=item.service)
+        if item.target is not None:
+            self.gave_up[(item.table_id, item.target)] = _CANCELLED.format(run=run_id, service=item.service)
         if not item.running:
             self.store.update(
                 run_id, state=RunState.CANCELLED, finished_at=time.time(), error="cancelled before it started"
