@@ -5,7 +5,8 @@ Ticks (APScheduler, ``max_instances=1``, coalesced) are short and never wait on 
 watch tick looks at every table's timeline and queues what is runnable; policy scheduling
 queues plan-writing work when a table's interval has passed (only on the leader when leader
 election is on); the discovery tick rescans the roots. Workers take items from the queue and run
-them through the executor. Every decision is one log line.
+them through the executor, recording one run per piece of work (``service.runs``). Every
+decision is one log line.
 
 Stopping (SIGTERM through uvicorn's lifespan, or :meth:`stop`): ticks stop, no new item starts,
 running items get the grace period to finish; then they are cancelled, which rolls their
@@ -29,11 +30,12 @@ from hoodie.errors import HoodieError, InvalidInputError, UnsupportedTableError
 from hoodie.timeline.timeline import ActiveTimeline
 from hoodie.transaction.heartbeat import HeartbeatConfig
 from service.errors import BadRequest, Conflict, NotFound
-from service.executor import Executor, Outcome, SparkHolder
+from service.executor import Executor, SparkHolder
 from service.locks import InProcessServiceLock, LockState, make_lock
 from service.metrics import Metrics
 from service.queue import WorkItem, WorkQueue
 from service.registry import Registry, TableEntry
+from service.runs import CANCELLED, RunLoop, tags
 from service.settings import Settings
 from service.store import Run, RunKind, RunState, RunStore, RunTrigger
 from service.truetime import TableClock, default_skew_ms
@@ -66,11 +68,7 @@ def _check_index_request(entry: TableEntry, options: dict[str, str]) -> None:
         raise Conflict(str(e)) from e
 
 
-def _tags(**fields: Any) -> dict[str, Any]:
-    return {"extra": {k: v for k, v in fields.items() if v is not None}}
-
-
-class Daemon:
+class Daemon(RunLoop):
     def __init__(self, settings: Settings, *, replica_id: str | None = None) -> None:
         self.settings = settings
         self.replica = replica_id or settings.ha.replica_id or socket.gethostname()
@@ -170,7 +168,7 @@ class Daemon:
                 "stopping: cancelling %s on %s; its attempt is rolled back",
                 item.service,
                 item.table_id,
-                **_tags(table=item.table_id, service=item.service, instant=item.instant, run=item.run_id),
+                **tags(table=item.table_id, service=item.service, instant=item.instant, run=item.run_id),
             )
             item.cancel.set()
         for item in running:
@@ -228,7 +226,7 @@ class Daemon:
             LockState.SUSPENDED: "suspended: no new work starts",
             LockState.LOST: "lost: held locks are gone; completing writes refuse",
         }[state]
-        log.log(level, "lock of %s %s", entry.id, what, **_tags(table=entry.id))
+        log.log(level, "lock of %s %s", entry.id, what, **tags(table=entry.id))
         self.queue.wake()
 
     # -- ticks --------------------------------------------------------------------------------
@@ -242,7 +240,7 @@ class Daemon:
             except Exception as e:  # this table only; the others are still served
                 self.metrics.table_errors.labels(entry.id, type(e).__name__).inc()
                 if not isinstance(e, (HoodieError, OSError, ValueError)):
-                    log.exception("watching %s failed unexpectedly", entry.id, **_tags(table=entry.id))
+                    log.exception("watching %s failed unexpectedly", entry.id, **tags(table=entry.id))
                 self.registry.fail(entry, e)
         took = time.monotonic() - started
         self.metrics.tick_duration.observe(took)
@@ -321,211 +319,12 @@ class Daemon:
                     "checking the %s policy of %s",
                     service,
                     entry.id,
-                    **_tags(table=entry.id, service=service),
+                    **tags(table=entry.id, service=service),
                 )
 
     @property
     def is_leader(self) -> bool:
         return self.leader is None or bool(self.leader.is_leader)
-
-    # -- work ---------------------------------------------------------------------------------
-
-    def _create_run(
-        self, item: WorkItem, table_path: str, idempotency_key: str | None = None
-    ) -> tuple[Run, bool]:
-        return self.store.create(
-            table_id=item.table_id,
-            table_path=table_path,
-            service=item.service,
-            kind=item.kind,
-            instant=item.instant,
-            trigger=item.trigger,
-            idempotency_key=idempotency_key,
-        )
-
-    def submit(
-        self, item: WorkItem, *, decision: str, idempotency_key: str | None = None
-    ) -> tuple[Run, bool]:
-        """Record a run for ``item`` and queue it; when the same work (the same instant, or the same
-        trigger) is queued or running already, or the idempotency key was used, that run and False,
-        recording nothing: one instant, one run."""
-        entry = self.registry.get(item.table_id)
-        if entry is None:
-            raise NotFound(f"no table {item.table_id!r}")
-        with self._submitting:  # the check and the record, one submit at a time
-            earlier = self.store.by_idempotency_key(idempotency_key) if idempotency_key else None
-            if earlier is not None:
-                return earlier, False
-            queued = self.queue.find(item.key)
-            existing = self.store.get(queued.run_id) if queued and queued.run_id is not None else None
-            if existing is not None:
-                return existing, False
-            run, _ = self._create_run(item, entry.uri, idempotency_key)
-            item.run_id = run.id
-            if queued is not None or not self.queue.submit(item)[1]:  # a policy check, not recorded
-                self.store.update(
-                    run.id,
-                    state=RunState.SKIPPED,
-                    finished_at=time.time(),
-                    error=f"the same work is queued already: a {item.service} policy check",
-                )
-                skipped = self.store.get(run.id)
-                assert skipped is not None
-                return skipped, False
-        log.info(
-            "queued %s %s on %s: %s",
-            item.service,
-            item.instant or item.kind,
-            item.table_id,
-            decision,
-            **_tags(
-                table=item.table_id,
-                service=item.service,
-                instant=item.instant,
-                run=run.id,
-                trigger=item.trigger,
-                decision="queue",
-            ),
-        )
-        return run, True
-
-    def _claim(self, item: WorkItem, instant: str) -> WorkItem | None:
-        """``item`` planned (or picked) ``instant`` and carries it out: its run is that instant's."""
-        owner = self.queue.claim(item, instant)
-        if owner is None and item.run_id is not None:
-            self.store.update(item.run_id, instant=instant)
-        return owner
-
-    def _eligible(self, item: WorkItem) -> bool:
-        entry = self.registry.get(item.table_id)
-        if entry is None or entry.paused or entry.table is None or entry.error is not None:
-            return False
-        return entry.lock is None or entry.lock.state is LockState.CONNECTED
-
-    def _work(self) -> None:
-        while not self._closing.is_set():
-            item = self.queue.take(self._eligible, timeout_s=1.0)
-            if item is not None:
-                self._run(item)
-
-    def _run(self, item: WorkItem) -> None:
-        entry = self.registry.get(item.table_id)
-        quiet = item.run_id is None  # a policy check: recorded only when it does something
-        started_at, started = time.time(), time.monotonic()
-        if item.run_id is not None:
-            self.store.update(
-                item.run_id, state=RunState.RUNNING, started_at=started_at, attempts=item.attempts
-            )
-            log.info(
-                "running %s %s on %s (attempt %d)",
-                item.service,
-                item.instant or item.kind,
-                item.table_id,
-                item.attempts,
-                **_tags(table=item.table_id, service=item.service, instant=item.instant, run=item.run_id),
-            )
-        if entry is None:
-            outcome = Outcome(RunState.SKIPPED, {"reason": "table no longer served"})
-        else:
-            outcome = self.executor.run(item, entry)
-        seconds = time.monotonic() - started
-        succeeded = outcome.state is RunState.SUCCEEDED
-        if quiet and succeeded and not outcome.scheduled and outcome.result is None:
-            log.debug(
-                "%s policy of %s: %s",
-                item.service,
-                item.table_id,
-                outcome.details.get("reason", "nothing due"),
-                **_tags(table=item.table_id, service=item.service),
-            )
-            self.queue.finish(item, seconds)
-            return
-        if item.run_id is None:
-            assert entry is not None
-            run, _ = self._create_run(item, entry.uri)
-            item.run_id = run.id
-            self.store.update(run.id, started_at=started_at, attempts=item.attempts)
-        tags = _tags(table=item.table_id, service=item.service, instant=item.instant, run=item.run_id)
-        self._record(item, outcome, seconds)
-        retry = self.settings.retry
-        if (
-            outcome.state is RunState.FAILED
-            and outcome.retry
-            and item.attempts < retry.max_attempts
-            and not self.stopping
-        ):
-            delay = min(retry.backoff_max_s, retry.backoff_initial_s * 2 ** (item.attempts - 1))
-            self.store.update(
-                item.run_id, state=RunState.QUEUED, error=outcome.error, details=outcome.details
-            )
-            log.warning(
-                "%s %s on %s failed (attempt %d of %d), retrying in %.1f s: %s",
-                item.service,
-                item.instant or item.kind,
-                item.table_id,
-                item.attempts,
-                retry.max_attempts,
-                delay,
-                outcome.error,
-                **tags,
-            )
-            self.queue.finish(item, seconds, retry_in=delay)
-            return
-        target = (item.table_id, item.target) if item.target is not None else None
-        if outcome.state is RunState.FAILED and target is not None:
-            self.gave_up[target] = f"gave up after repeated failures: {outcome.error or 'failed'}"
-        if outcome.state is RunState.CANCELLED and target is not None and not self.stopping:
-            self.gave_up[target] = _CANCELLED.format(run=item.run_id, service=item.service)
-        details = dict(outcome.details)
-        if item.progress != (0, 0):
-            details["tasks_done"], details["tasks_total"] = item.progress
-        self.store.update(
-            item.run_id,
-            state=outcome.state,
-            finished_at=time.time(),
-            error=outcome.error,
-            details=details,
-        )
-        level = logging.ERROR if outcome.state is RunState.FAILED else logging.INFO
-        log.log(
-            level,
-            "%s %s on %s %s in %.1f s%s",
-            item.service,
-            item.instant or item.kind,
-            item.table_id,
-            outcome.state.value,
-            seconds,
-            f": {outcome.error}" if outcome.error else "",
-            **tags,
-        )
-        item.result = {"state": outcome.state.value, **details}
-        self.queue.finish(item, seconds)
-        if entry is not None and not self.stopping:
-            for service, instant in outcome.scheduled:
-                self.submit(
-                    WorkItem(
-                        entry.id, service, RunKind.EXECUTE, instant, item.trigger, entry.config.priority
-                    ),
-                    decision=f"planned by run {item.run_id}",
-                )
-
-    def _record(self, item: WorkItem, outcome: Outcome, seconds: float) -> None:
-        m = self.metrics
-        table, service = item.table_id, item.service
-        m.runs.labels(table, service, outcome.state.value).inc()
-        m.run_duration.labels(table, service).observe(seconds)
-        if outcome.state is not RunState.SUCCEEDED:
-            return
-        d = outcome.details
-        m.records_written.labels(table, service).inc(d.get("records_written", 0) or 0)
-        m.bytes_written.labels(table, service).inc(d.get("bytes_written", 0) or 0)
-        m.files_written.labels(table, service).inc(d.get("files_written", 0) or 0)
-        m.log_files_compacted.labels(table, service).inc(d.get("log_files_compacted", 0) or 0)
-        m.files_removed.labels(table, service).inc(d.get("files_deleted", 0) or 0)
-        if service == "archival":
-            m.instants_archived.labels(table).inc(d.get("archived", 0) or 0)
-        if item.kind in (RunKind.SCHEDULE, RunKind.TRIGGER) and d.get("scheduled"):
-            m.scheduled.labels(table, service, item.trigger.value).inc()
 
     # -- operations (the API calls these) ----------------------------------------------------
 
@@ -577,7 +376,7 @@ class Daemon:
             raise Conflict(f"run {run_id} is not queued or running in this replica ({run.replica})")
         self.queue.cancel(run_id)
         if item.target is not None:
-            self.gave_up[(item.table_id, item.target)] = _CANCELLED.format(run=run_id, service=item.service)
+            self.gave_up[(item.table_id, item.target)] = CANCELLED.format(run=run_id, service=item.service)
         if not item.running:
             self.store.update(
                 run_id, state=RunState.CANCELLED, finished_at=time.time(), error="cancelled before it started"
@@ -585,7 +384,7 @@ class Daemon:
         log.info(
             "cancel requested for run %d",
             run_id,
-            **_tags(table=run.table_id, service=run.service, run=run_id),
+            **tags(table=run.table_id, service=run.service, run=run_id),
         )
         updated = self.store.get(run_id)
         assert updated is not None
@@ -596,7 +395,7 @@ class Daemon:
             self.queue.paused = True
         else:
             self.entry(table_id).paused = True
-        log.info("paused %s", table_id or "all tables", **_tags(table=table_id))
+        log.info("paused %s", table_id or "all tables", **tags(table=table_id))
 
     def resume(self, table_id: str | None = None) -> None:
         if table_id is None:
@@ -604,7 +403,7 @@ class Daemon:
         else:
             self.entry(table_id).paused = False
         self.queue.wake()
-        log.info("resumed %s", table_id or "all tables", **_tags(table=table_id))
+        log.info("resumed %s", table_id or "all tables", **tags(table=table_id))
 
     def truetime(self, table_id: str, *, lock_held: bool = False) -> str:
         entry = self.entry(table_id)
@@ -676,12 +475,6 @@ class Daemon:
             "leader": self.is_leader,
             "last_tick": self.last_tick or 0.0,
         }
-
-
-_CANCELLED = (
-    "cancelled by an operator (run {run}); not retried until triggered again "
-    "(POST /v1/tables/{{id}}/{service} with this instant) or the daemon restarts"
-)
 
 
 def _now() -> Any:
