@@ -69,6 +69,14 @@ _INDEXING_DOC = (
     "table (its partitioning, its secondary index definitions): 400 or 409 name what is refused."
 )
 
+_INDEXING_EXAMPLE = {
+    "requestBody": {
+        "content": {
+            "application/json": {"example": {"options": {"hoodie.metadata.record.index.enable": "true"}}}
+        }
+    }
+}
+
 
 def errors(*codes: int) -> dict[int | str, dict[str, Any]]:
     """The documented error responses ``codes``, each with the error body."""
@@ -329,6 +337,7 @@ def create_app(daemon: Daemon, *, manage_lifecycle: bool = True) -> FastAPI:
                 },
                 **errors(*refusals),
             },
+            openapi_extra=_INDEXING_EXAMPLE if service == "indexing" else None,
         )(_trigger(service))
 
     @app.post(
