@@ -36,7 +36,7 @@ def test_schemathesis_finds_nothing_over_every_operation(tmp_path: Path) -> None
     operations = report["operations"]
     paths = _openapi(tmp_path / "spec", api={"tokens": [{"token": "x" * 16, "scope": "admin"}]})["paths"]
     assert isinstance(paths, dict)
-    assert operations["tested"] == operations["total"] == sum(len(p) for p in paths.values()) == 23
+    assert operations["tested"] == operations["total"] == sum(len(p) for p in paths.values())
     assert all(phase["status"] == "success" for phase in report["phases"].values()), report["phases"]
     assert campaign.cases >= CASES, f"only {campaign.cases} cases"
     # What the fuzzed triggers did to the table kept its rows; the daemon wrote nothing where it ran.
