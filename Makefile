@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: install test lint typecheck contracts pytest bench run clean check-java system-packages
+.PHONY: install test lint typecheck contracts pytest bench fuzz run clean check-java system-packages
 
 install: $(STAMP) check-java system-packages
 
@@ -55,6 +55,15 @@ test: lint typecheck contracts pytest
 
 bench: install
 	$(PY) -m bench
+
+# A longer schemathesis campaign than the one in `make test` (tests/daemon/contract.py): every
+# operation and check against `hts serve` on a real table; FUZZ_EXAMPLES cases per operation and
+# phase, FUZZ_SECONDS at most; the table, logs and report stay in the folder it prints.
+FUZZ_EXAMPLES ?= 3000
+FUZZ_SECONDS ?= 1800
+FUZZ_SEED ?= 15
+fuzz: install
+	$(PY) -m tests.daemon.contract --examples $(FUZZ_EXAMPLES) --max-time $(FUZZ_SECONDS) --seed $(FUZZ_SEED)
 
 # The daemon with embedded defaults: tables under ./var/tables (a demo table is made there once),
 # local[*] Spark, the in-process lock, TrueTime in the daemon, the API on http://127.0.0.1:8080.

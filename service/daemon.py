@@ -5,7 +5,8 @@ Ticks (APScheduler, ``max_instances=1``, coalesced) are short and never wait on 
 watch tick looks at every table's timeline and queues what is runnable; policy scheduling
 queues plan-writing work when a table's interval has passed (only on the leader when leader
 election is on); the discovery tick rescans the roots. Workers take items from the queue and run
-them through the executor. Every decision is one log line.
+them through the executor, recording one run per piece of work (``service.runs``). Every
+decision is one log line.
 
 Stopping (SIGTERM through uvicorn's lifespan, or :meth:`stop`): ticks stop, no new item starts,
 running items get the grace period to finish; then they are cancelled, which rolls their
@@ -27,15 +28,17 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from hoodie.errors import HoodieError, InvalidInputError, UnsupportedShapeError, UnsupportedTableError
 from hoodie.shape.matrix import SERVICE_OPERATIONS
+from hoodie.timeline.timeline import ActiveTimeline
 from hoodie.transaction.heartbeat import HeartbeatConfig
 from service.errors import BadRequest, Conflict, NotFound
-from service.executor import Executor, Outcome, SparkHolder
+from service.executor import Executor, SparkHolder
 from service.locks import InProcessServiceLock, LockState, make_lock
 from service.metrics import Metrics
 from service.queue import WorkItem, WorkQueue
 from service.registry import Registry, TableEntry
+from service.runs import CANCELLED, RunLoop, tags
 from service.settings import Settings
-from service.store import Run, RunState, RunStore
+from service.store import Run, RunKind, RunState, RunStore, RunTrigger
 from service.truetime import TableClock, default_skew_ms
 from service.watcher import TableWatch, lazy_failed_writes, look
 
@@ -66,11 +69,7 @@ def _check_index_request(entry: TableEntry, options: dict[str, str]) -> None:
         raise Conflict(str(e)) from e
 
 
-def _tags(**fields: Any) -> dict[str, Any]:
-    return {"extra": {k: v for k, v in fields.items() if v is not None}}
-
-
-class Daemon:
+class Daemon(RunLoop):
     def __init__(self, settings: Settings, *, replica_id: str | None = None) -> None:
         self.settings = settings
         self.replica = replica_id or settings.ha.replica_id or socket.gethostname()
@@ -79,11 +78,12 @@ class Daemon:
         self.store = RunStore(settings.state_dir, self.replica)
         self.queue = WorkQueue(settings.limits, self._table_limit)
         self.spark = SparkHolder(settings.spark)
-        self.executor = Executor(self.spark)
+        self.executor = Executor(self.spark, self._claim)
         self.scheduler = BackgroundScheduler(timezone="UTC")
         self.gave_up: dict[tuple[str, str], str] = {}
         self._policy_due: dict[tuple[str, str], float] = {}
         self._workers: list[threading.Thread] = []
+        self._submitting = threading.Lock()
         self._closing = threading.Event()
         self.stopping = False
         self.started = False
@@ -169,7 +169,7 @@ class Daemon:
                 "stopping: cancelling %s on %s; its attempt is rolled back",
                 item.service,
                 item.table_id,
-                **_tags(table=item.table_id, service=item.service, instant=item.instant, run=item.run_id),
+                **tags(table=item.table_id, service=item.service, instant=item.instant, run=item.run_id),
             )
             item.cancel.set()
         for item in running:
@@ -227,7 +227,7 @@ class Daemon:
             LockState.SUSPENDED: "suspended: no new work starts",
             LockState.LOST: "lost: held locks are gone; completing writes refuse",
         }[state]
-        log.log(level, "lock of %s %s", entry.id, what, **_tags(table=entry.id))
+        log.log(level, "lock of %s %s", entry.id, what, **tags(table=entry.id))
         self.queue.wake()
 
     # -- ticks --------------------------------------------------------------------------------
@@ -241,7 +241,7 @@ class Daemon:
             except Exception as e:  # this table only; the others are still served
                 self.metrics.table_errors.labels(entry.id, type(e).__name__).inc()
                 if not isinstance(e, (HoodieError, OSError, ValueError)):
-                    log.exception("watching %s failed unexpectedly", entry.id, **_tags(table=entry.id))
+                    log.exception("watching %s failed unexpectedly", entry.id, **tags(table=entry.id))
                 self.registry.fail(entry, e)
         took = time.monotonic() - started
         self.metrics.tick_duration.observe(took)
@@ -274,16 +274,29 @@ class Daemon:
         if entry.paused:
             return
         refused = self.refused(entry)
+        fresh: ActiveTimeline | None = None
         for p in entry.watch.pending:
             key = (entry.id, p.instant.requested_time)
             if not p.runnable or key in self.gave_up or self.queue.find(key) is not None:
                 continue
             if p.service in refused:  # the table's shape refuses it: shown in GET /v1/tables/{id}
                 continue
+            if self.queue.planning(entry.id, p.service):
+                continue  # a run planning this service may have written this plan: it runs it
+            # A run that planned and carried out this instant may have ended since the look.
+            fresh = fresh or ActiveTimeline.load(entry.table.fileio, entry.table.paths, entry.table.tz)
+            still = fresh.get(p.instant.requested_time, p.instant.action)
+            if still is None or still.is_completed:
+                continue
             why = "abandoned attempt" if p.abandoned else f"requested {p.age_s:.0f} s ago"
             self.submit(
                 WorkItem(
-                    entry.id, p.service, "execute", p.instant.requested_time, "watch", entry.config.priority
+                    entry.id,
+                    p.service,
+                    RunKind.EXECUTE,
+                    p.instant.requested_time,
+                    RunTrigger.WATCH,
+                    entry.config.priority,
                 ),
                 decision=why,
             )
@@ -301,7 +314,7 @@ class Daemon:
         except (HoodieError, OSError, ValueError) as e:
             # Cannot tell (e.g. a malformed plan): the runs go on, and each one's own shape check fails
             # with this error before writing anything, so it is reported (and retried) as a failed run.
-            log.debug("shape of %s not computed: %s", entry.id, e, **_tags(table=entry.id))
+            log.debug("shape of %s not computed: %s", entry.id, e, **tags(table=entry.id))
             return {}
 
     def _policies(self, entry: TableEntry) -> None:
@@ -314,200 +327,23 @@ class Daemon:
             if now < self._policy_due.get(key, 0.0):
                 continue
             self._policy_due[key] = now + policy.interval_s
-            kind = "run" if service in RUN_NOW else "schedule"
+            kind = RunKind.RUN if service in RUN_NOW else RunKind.SCHEDULE
             options = {**POLICY_DEFAULTS.get(service, {}), **policy.options}
-            item = WorkItem(entry.id, service, kind, None, "policy", entry.config.priority - 1, options)
+            item = WorkItem(
+                entry.id, service, kind, None, RunTrigger.POLICY, entry.config.priority - 1, options
+            )
             # A policy check leaves a run in the history only when it plans (or fails).
             if self.queue.submit(item)[1]:
                 log.debug(
                     "checking the %s policy of %s",
                     service,
                     entry.id,
-                    **_tags(table=entry.id, service=service),
+                    **tags(table=entry.id, service=service),
                 )
 
     @property
     def is_leader(self) -> bool:
         return self.leader is None or bool(self.leader.is_leader)
-
-    # -- work ---------------------------------------------------------------------------------
-
-    def _create_run(
-        self, item: WorkItem, table_path: str, idempotency_key: str | None = None
-    ) -> tuple[Run, bool]:
-        return self.store.create(
-            table_id=item.table_id,
-            table_path=table_path,
-            service=item.service,
-            kind=item.kind,
-            instant=item.instant,
-            trigger=item.trigger,
-            idempotency_key=idempotency_key,
-        )
-
-    def submit(
-        self, item: WorkItem, *, decision: str, idempotency_key: str | None = None
-    ) -> tuple[Run, bool]:
-        entry = self.registry.get(item.table_id)
-        if entry is None:
-            raise NotFound(f"no table {item.table_id!r}")
-        run, created = self._create_run(item, entry.uri, idempotency_key)
-        if not created:
-            return run, False
-        item.run_id = run.id
-        queued, fresh = self.queue.submit(item)
-        if not fresh:  # the same instant is queued or running already: that run answers for it
-            self.store.update(
-                run.id,
-                state=RunState.SKIPPED,
-                finished_at=time.time(),
-                error=f"same work as run {queued.run_id}",
-            )
-            existing = self.store.get(queued.run_id) if queued.run_id is not None else None
-            return (existing or run), False
-        log.info(
-            "queued %s %s on %s: %s",
-            item.service,
-            item.instant or item.kind,
-            item.table_id,
-            decision,
-            **_tags(
-                table=item.table_id,
-                service=item.service,
-                instant=item.instant,
-                run=run.id,
-                trigger=item.trigger,
-                decision="queue",
-            ),
-        )
-        return run, True
-
-    def _eligible(self, item: WorkItem) -> bool:
-        entry = self.registry.get(item.table_id)
-        if entry is None or entry.paused or entry.table is None or entry.error is not None:
-            return False
-        return entry.lock is None or entry.lock.state is LockState.CONNECTED
-
-    def _work(self) -> None:
-        while not self._closing.is_set():
-            item = self.queue.take(self._eligible, timeout_s=1.0)
-            if item is not None:
-                self._run(item)
-
-    def _run(self, item: WorkItem) -> None:
-        entry = self.registry.get(item.table_id)
-        quiet = item.run_id is None  # a policy check: recorded only when it does something
-        started_at, started = time.time(), time.monotonic()
-        if item.run_id is not None:
-            self.store.update(
-                item.run_id, state=RunState.RUNNING, started_at=started_at, attempts=item.attempts
-            )
-            log.info(
-                "running %s %s on %s (attempt %d)",
-                item.service,
-                item.instant or item.kind,
-                item.table_id,
-                item.attempts,
-                **_tags(table=item.table_id, service=item.service, instant=item.instant, run=item.run_id),
-            )
-        if entry is None:
-            outcome = Outcome("skipped", {"reason": "table no longer served"})
-        else:
-            outcome = self.executor.run(item, entry)
-        seconds = time.monotonic() - started
-        if quiet and outcome.state == "succeeded" and not outcome.scheduled and outcome.result is None:
-            log.debug(
-                "%s policy of %s: %s",
-                item.service,
-                item.table_id,
-                outcome.details.get("reason", "nothing due"),
-                **_tags(table=item.table_id, service=item.service),
-            )
-            self.queue.finish(item, seconds)
-            return
-        if item.run_id is None:
-            assert entry is not None
-            run, _ = self._create_run(item, entry.uri)
-            item.run_id = run.id
-            self.store.update(run.id, started_at=started_at, attempts=item.attempts)
-        tags = _tags(table=item.table_id, service=item.service, instant=item.instant, run=item.run_id)
-        self._record(item, outcome, seconds)
-        retry = self.settings.retry
-        if (
-            outcome.state == "failed"
-            and outcome.retry
-            and item.attempts < retry.max_attempts
-            and not self.stopping
-        ):
-            delay = min(retry.backoff_max_s, retry.backoff_initial_s * 2 ** (item.attempts - 1))
-            self.store.update(
-                item.run_id, state=RunState.QUEUED, error=outcome.error, details=outcome.details
-            )
-            log.warning(
-                "%s %s on %s failed (attempt %d of %d), retrying in %.1f s: %s",
-                item.service,
-                item.instant or item.kind,
-                item.table_id,
-                item.attempts,
-                retry.max_attempts,
-                delay,
-                outcome.error,
-                **tags,
-            )
-            self.queue.finish(item, seconds, retry_in=delay)
-            return
-        if outcome.state == "failed" and item.instant is not None:
-            self.gave_up[item.key] = f"gave up after repeated failures: {outcome.error or 'failed'}"
-        if outcome.state == "cancelled" and item.instant is not None and not self.stopping:
-            self.gave_up[item.key] = _CANCELLED.format(run=item.run_id, service=item.service)
-        details = dict(outcome.details)
-        if item.progress != (0, 0):
-            details["tasks_done"], details["tasks_total"] = item.progress
-        self.store.update(
-            item.run_id,
-            state=RunState(outcome.state),
-            finished_at=time.time(),
-            error=outcome.error,
-            details=details,
-        )
-        level = logging.ERROR if outcome.state == "failed" else logging.INFO
-        log.log(
-            level,
-            "%s %s on %s %s in %.1f s%s",
-            item.service,
-            item.instant or item.kind,
-            item.table_id,
-            outcome.state,
-            seconds,
-            f": {outcome.error}" if outcome.error else "",
-            **tags,
-        )
-        item.result = {"state": outcome.state, **details}
-        self.queue.finish(item, seconds)
-        if entry is not None and not self.stopping:
-            for service, instant in outcome.scheduled:
-                self.submit(
-                    WorkItem(entry.id, service, "execute", instant, item.trigger, entry.config.priority),
-                    decision=f"planned by run {item.run_id}",
-                )
-
-    def _record(self, item: WorkItem, outcome: Outcome, seconds: float) -> None:
-        m = self.metrics
-        table, service = item.table_id, item.service
-        m.runs.labels(table, service, outcome.state).inc()
-        m.run_duration.labels(table, service).observe(seconds)
-        if outcome.state != "succeeded":
-            return
-        d = outcome.details
-        m.records_written.labels(table, service).inc(d.get("records_written", 0) or 0)
-        m.bytes_written.labels(table, service).inc(d.get("bytes_written", 0) or 0)
-        m.files_written.labels(table, service).inc(d.get("files_written", 0) or 0)
-        m.log_files_compacted.labels(table, service).inc(d.get("log_files_compacted", 0) or 0)
-        m.files_removed.labels(table, service).inc(d.get("files_deleted", 0) or 0)
-        if service == "archival":
-            m.instants_archived.labels(table).inc(d.get("archived", 0) or 0)
-        if item.kind in ("schedule", "trigger") and d.get("scheduled"):
-            m.scheduled.labels(table, service, item.trigger).inc()
 
     # -- operations (the API calls these) ----------------------------------------------------
 
@@ -547,9 +383,9 @@ class Daemon:
             _check_index_request(entry, options or {})
         if instant is not None:
             self.gave_up.pop((table_id, instant), None)
-        kind = "run" if service in RUN_NOW else "trigger"
+        kind = RunKind.RUN if service in RUN_NOW else RunKind.TRIGGER
         item = WorkItem(
-            table_id, service, kind, instant, "api", entry.config.priority + 10, dict(options or {})
+            table_id, service, kind, instant, RunTrigger.API, entry.config.priority + 10, dict(options or {})
         )
         return self.submit(item, decision="REST trigger", idempotency_key=idempotency_key)
 
@@ -563,8 +399,8 @@ class Daemon:
                 raise Conflict(f"run {run_id} already ended ({run.state.value})")
             raise Conflict(f"run {run_id} is not queued or running in this replica ({run.replica})")
         self.queue.cancel(run_id)
-        if item.instant is not None:
-            self.gave_up[item.key] = _CANCELLED.format(run=run_id, service=item.service)
+        if item.target is not None:
+            self.gave_up[(item.table_id, item.target)] = CANCELLED.format(run=run_id, service=item.service)
         if not item.running:
             self.store.update(
                 run_id, state=RunState.CANCELLED, finished_at=time.time(), error="cancelled before it started"
@@ -572,7 +408,7 @@ class Daemon:
         log.info(
             "cancel requested for run %d",
             run_id,
-            **_tags(table=run.table_id, service=run.service, run=run_id),
+            **tags(table=run.table_id, service=run.service, run=run_id),
         )
         updated = self.store.get(run_id)
         assert updated is not None
@@ -583,7 +419,7 @@ class Daemon:
             self.queue.paused = True
         else:
             self.entry(table_id).paused = True
-        log.info("paused %s", table_id or "all tables", **_tags(table=table_id))
+        log.info("paused %s", table_id or "all tables", **tags(table=table_id))
 
     def resume(self, table_id: str | None = None) -> None:
         if table_id is None:
@@ -591,7 +427,7 @@ class Daemon:
         else:
             self.entry(table_id).paused = False
         self.queue.wake()
-        log.info("resumed %s", table_id or "all tables", **_tags(table=table_id))
+        log.info("resumed %s", table_id or "all tables", **tags(table=table_id))
 
     def truetime(self, table_id: str, *, lock_held: bool = False) -> str:
         entry = self.entry(table_id)
@@ -663,12 +499,6 @@ class Daemon:
             "leader": self.is_leader,
             "last_tick": self.last_tick or 0.0,
         }
-
-
-_CANCELLED = (
-    "cancelled by an operator (run {run}); not retried until triggered again "
-    "(POST /v1/tables/{{id}}/{service} with this instant) or the daemon restarts"
-)
 
 
 def _now() -> Any:

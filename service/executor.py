@@ -35,6 +35,7 @@ from hoodie.transaction.lock import LockError
 from service.queue import WorkItem
 from service.registry import TableEntry
 from service.settings import SparkSettings
+from service.store import RunKind, RunState
 
 log = logging.getLogger(__name__)
 
@@ -91,9 +92,14 @@ class RunFailed(Exception):
         self.retry = retry
 
 
+Claim = Callable[[WorkItem, str], WorkItem | None]
+"""Claims an instant for a running item: None when it may carry it out, else the item that does."""
+
+
 @dataclass
 class Outcome:
-    state: str  # succeeded, skipped, cancelled, failed
+    state: RunState
+    """How the run ended: succeeded, skipped, cancelled or failed."""
     details: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
     retry: bool = False
@@ -135,41 +141,41 @@ def summarize(result: ExecutionResult) -> dict[str, Any]:
 class Executor:
     """Turns a work item into service calls and an :class:`Outcome`."""
 
-    def __init__(self, spark: SparkHolder) -> None:
+    def __init__(self, spark: SparkHolder, claim: Claim | None = None) -> None:
         self.spark = spark
+        self.claim: Claim = claim or (lambda _item, _instant: None)
 
     def run(self, item: WorkItem, entry: TableEntry) -> Outcome:
         options = entry.options(item.options)
+        failed = RunState.FAILED
         try:
             ctx = context_for(entry, options)
-            if item.kind == "execute":
+            if item.kind is RunKind.EXECUTE:
                 return self._execute(item, ctx, item.service, item.instant)
-            if item.kind == "schedule":
+            if item.kind is RunKind.SCHEDULE:
                 return self._schedule(item, ctx)
-            if item.kind == "trigger":
+            if item.kind is RunKind.TRIGGER:
                 return self._trigger(item, ctx)
-            if item.kind == "run":  # archival, metadata: plan and carry out in one go
-                return self._archive(item, ctx)
-            raise RunFailed(f"unknown work kind {item.kind!r}", retry=False)
+            return self._archive(item, ctx)  # RunKind.RUN: archival, metadata, in one go
         except InstantBusyError as e:
-            return Outcome("skipped", {"reason": "running elsewhere"}, str(e))
+            return Outcome(RunState.SKIPPED, {"reason": "running elsewhere"}, str(e))
         except InstantNotPendingError as e:
-            return Outcome("skipped", {"reason": "no longer pending"}, str(e))
+            return Outcome(RunState.SKIPPED, {"reason": "no longer pending"}, str(e))
         except JobCancelled as e:
-            return Outcome("cancelled", {}, str(e))
+            return Outcome(RunState.CANCELLED, {}, str(e))
         except RunFailed as e:
-            return Outcome("failed", {}, str(e), retry=e.retry)
+            return Outcome(failed, {}, str(e), retry=e.retry)
         except LockError as e:
-            return Outcome("failed", {"reason": "lock"}, f"{type(e).__name__}: {e}", retry=True)
+            return Outcome(failed, {"reason": "lock"}, f"{type(e).__name__}: {e}", retry=True)
         except UnsupportedShapeError as e:  # the table's shape refuses this service: retrying cannot help
-            return Outcome("failed", {"reason": "refused"}, f"{type(e).__name__}: {e}", retry=False)
+            return Outcome(failed, {"reason": "refused"}, f"{type(e).__name__}: {e}", retry=False)
         except HoodieError as e:
-            return Outcome("failed", {}, f"{type(e).__name__}: {e}", retry=True)
+            return Outcome(failed, {}, f"{type(e).__name__}: {e}", retry=True)
         except OSError as e:
-            return Outcome("failed", {"reason": "storage"}, f"{type(e).__name__}: {e}", retry=True)
+            return Outcome(failed, {"reason": "storage"}, f"{type(e).__name__}: {e}", retry=True)
         except Exception as e:  # a bug: record it, keep the daemon serving
             log.exception("run of %s on %s failed unexpectedly", item.service, item.table_id)
-            return Outcome("failed", {}, f"{type(e).__name__}: {e}", retry=True)
+            return Outcome(failed, {}, f"{type(e).__name__}: {e}", retry=True)
 
     def _runner(self, item: WorkItem) -> Runner:
         def progress(done: int, total: int) -> None:
@@ -184,31 +190,48 @@ class Executor:
             raise RunFailed(f"{service_name}: no instant to execute", retry=False)
         service = service_named(service_name)
         result = service.execute(ctx, instant, self._runner(item))
-        return Outcome("succeeded", summarize(result), result=result)
+        return Outcome(RunState.SUCCEEDED, summarize(result), result=result)
 
     def _schedule(self, item: WorkItem, ctx: ServiceContext) -> Outcome:
         scheduled = service_named(item.service).schedule(ctx)
         if scheduled is None or scheduled.instant_time is None:
-            return Outcome("succeeded", {"scheduled": None, "reason": "nothing due"})
+            return Outcome(RunState.SUCCEEDED, {"scheduled": None, "reason": "nothing due"})
         return Outcome(
-            "succeeded",
+            RunState.SUCCEEDED,
             {"scheduled": scheduled.instant_time, "reason": scheduled.reason},
             scheduled=[(item.service, scheduled.instant_time)],
         )
 
     def _trigger(self, item: WorkItem, ctx: ServiceContext) -> Outcome:
-        """The REST trigger: plan now (unless an instant is named), then execute that plan."""
+        """The REST trigger: plan now (unless an instant is named), then execute that plan.
+
+        The instant it plans (or picks) is claimed for this run, so that the watcher does not
+        queue it again; a retry executes the claimed plan instead of planning another.
+        """
         scheduled: Scheduled | None = None
-        instant = item.instant
+        instant = item.target
         if instant is None:
             scheduled = service_named(item.service).schedule(ctx)
             instant = scheduled.instant_time if scheduled is not None else None
+            owner = self.claim(item, instant) if instant is not None else None
+            if owner is not None:  # cannot happen while the watcher waits for planners; never run twice
+                return Outcome(
+                    RunState.SUCCEEDED, {"scheduled": instant, "reason": f"run by run {owner.run_id}"}
+                )
         if instant is None:
             pending = service_named(item.service).pending(ctx.table, ctx.table.reload())
-            requested = [i for i in pending if i.is_requested]
-            if not requested:
-                return Outcome("succeeded", {"scheduled": None, "reason": "nothing to plan or execute"})
-            instant = requested[0].requested_time
+            taken: list[int | None] = []
+            for requested in (i for i in pending if i.is_requested):
+                other = self.claim(item, requested.requested_time)
+                if other is None:
+                    instant = requested.requested_time
+                    break
+                taken.append(other.run_id)
+            if instant is None:
+                reason = "nothing to plan or execute"
+                if taken:
+                    reason = f"nothing to plan; the pending plans are run by runs {taken}"
+                return Outcome(RunState.SUCCEEDED, {"scheduled": None, "reason": reason})
         outcome = self._execute(item, ctx, item.service, instant)
         outcome.details["scheduled"] = scheduled.instant_time if scheduled is not None else None
         if scheduled is not None:
@@ -219,6 +242,6 @@ class Executor:
         service = service_named(item.service)
         scheduled = service.schedule(ctx)
         if scheduled is None or scheduled.instant_time is None:
-            return Outcome("succeeded", {"archived": 0, "reason": "nothing due"})
+            return Outcome(RunState.SUCCEEDED, {"archived": 0, "reason": "nothing due"})
         result = service.execute(ctx, scheduled.instant_time, self._runner(item))
-        return Outcome("succeeded", summarize(result), result=result)
+        return Outcome(RunState.SUCCEEDED, summarize(result), result=result)

@@ -4,7 +4,10 @@ A work item is one thing to do on one table: execute a pending instant, schedule
 run a REST trigger. Its key is ``(table, instant)`` or ``(table, "<kind>:<service>")``: while an
 item with a key is queued or running, submitting the same key returns the existing item, so an
 instant is never run twice at once by this daemon (other processes are kept off by the claim on
-the instant; see ``hoodie.services.claim``).
+the instant; see ``hoodie.services.claim``). An item that plans while it runs (a REST trigger)
+claims the instant it planned (:meth:`WorkQueue.claim`): from then on that instant's key finds the
+item too, and while it is still planning (:meth:`WorkQueue.planning`) the watcher leaves that
+service's new plans on the table alone, so one instant never gets two runs.
 
 Workers take the best eligible item: one whose ``not_before`` has passed (retries back off
 exponentially), whose table is not paused and whose lock is not suspended, and that fits the
@@ -25,15 +28,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from service.settings import Limits
+from service.store import RunKind, RunTrigger
 
 
 @dataclass(eq=False)
 class WorkItem:
     table_id: str
     service: str
-    kind: str  # "execute", "schedule", "trigger" or "run"
+    kind: RunKind
     instant: str | None
-    trigger: str  # "watch", "policy" or "api"
+    trigger: RunTrigger
     priority: int = 0
     options: dict[str, str] = field(default_factory=dict)
     run_id: int | None = None
@@ -46,10 +50,21 @@ class WorkItem:
     running: bool = False
     result: dict[str, Any] = field(default_factory=dict)
     progress: tuple[int, int] = (0, 0)
+    claimed: str | None = None
+    """The instant this item planned and carries out (a REST trigger without ``instant``)."""
+
+    def __post_init__(self) -> None:
+        self.kind = RunKind(self.kind)
+        self.trigger = RunTrigger(self.trigger)
 
     @property
     def key(self) -> tuple[str, str]:
-        return (self.table_id, self.instant or f"{self.kind}:{self.service}")
+        return (self.table_id, self.instant or f"{self.kind.value}:{self.service}")
+
+    @property
+    def target(self) -> str | None:
+        """The instant this item works on, named or claimed."""
+        return self.instant or self.claimed
 
 
 Eligible = Callable[[WorkItem], bool]
@@ -71,6 +86,7 @@ class WorkQueue:
         self.half_life_s = half_life_s
         self.clock = clock
         self._items: dict[tuple[str, str], WorkItem] = {}
+        self._claims: dict[tuple[str, str], WorkItem] = {}  # (table, instant) -> the item that planned it
         self._usage: dict[str, tuple[float, float]] = {}  # table -> (seconds, as of)
         self._cond = threading.Condition()
         self._seq = itertools.count()
@@ -82,7 +98,7 @@ class WorkQueue:
     def submit(self, item: WorkItem) -> tuple[WorkItem, bool]:
         """Queue ``item``; if its key is already queued or running, the existing item and False."""
         with self._cond:
-            existing = self._items.get(item.key)
+            existing = self._items.get(item.key) or self._claims.get(item.key)
             if existing is not None:
                 return existing, False
             item.seq = next(self._seq)
@@ -91,8 +107,34 @@ class WorkQueue:
             return item, True
 
     def find(self, key: tuple[str, str]) -> WorkItem | None:
+        """The item queued or running under ``key``, or the one that claimed that instant."""
         with self._cond:
-            return self._items.get(key)
+            return self._items.get(key) or self._claims.get(key)
+
+    def claim(self, item: WorkItem, instant: str) -> WorkItem | None:
+        """``item`` (running) carries out ``instant``; None when it may, else the item that does."""
+        with self._cond:
+            key = (item.table_id, instant)
+            owner = self._items.get(key) or self._claims.get(key)
+            if owner is not None and owner is not item:
+                return owner
+            if item.claimed is not None and item.claimed != instant:
+                self._claims.pop((item.table_id, item.claimed), None)
+            item.claimed = instant
+            self._claims[key] = item
+            return None
+
+    def planning(self, table_id: str, service: str) -> bool:
+        """Whether a running item is planning ``service`` on the table and has not claimed it yet."""
+        with self._cond:
+            return any(
+                i.running
+                and i.table_id == table_id
+                and i.service == service
+                and i.kind in (RunKind.TRIGGER, RunKind.SCHEDULE)
+                and i.target is None
+                for i in self._items.values()
+            )
 
     def by_run(self, run_id: int) -> WorkItem | None:
         with self._cond:
@@ -110,8 +152,7 @@ class WorkQueue:
                 return None
             item.cancel.set()
             if not item.running:
-                del self._items[item.key]
-                item.done.set()
+                self._drop(item)
             self._cond.notify_all()
             return item
 
@@ -173,9 +214,14 @@ class WorkQueue:
             if retry_in is not None and not item.cancel.is_set():
                 item.not_before = now + retry_in
             else:
-                self._items.pop(item.key, None)
-                item.done.set()
+                self._drop(item)
             self._cond.notify_all()
+
+    def _drop(self, item: WorkItem) -> None:
+        self._items.pop(item.key, None)
+        if item.claimed is not None and self._claims.get((item.table_id, item.claimed)) is item:
+            del self._claims[(item.table_id, item.claimed)]
+        item.done.set()
 
     def close(self) -> None:
         with self._cond:

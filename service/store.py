@@ -57,15 +57,39 @@ class RunState(StrEnum):
         return self not in (RunState.QUEUED, RunState.RUNNING)
 
 
+class RunKind(StrEnum):
+    """What a run does."""
+
+    EXECUTE = "execute"
+    """Carry out one pending plan (``instant``)."""
+    SCHEDULE = "schedule"
+    """A policy check: write a plan when one is due (its execution is a run of its own)."""
+    TRIGGER = "trigger"
+    """The REST trigger: plan now (or take ``instant``) and execute that plan, as one run."""
+    RUN = "run"
+    """Services that never put a plan on the timeline (archival, metadata): plan and carry out."""
+
+
+class RunTrigger(StrEnum):
+    """What started a run."""
+
+    WATCH = "watch"
+    """A pending instant found on the timeline."""
+    POLICY = "policy"
+    """A table's self-scheduling policy."""
+    API = "api"
+    """A REST request."""
+
+
 @dataclass(frozen=True)
 class Run:
     id: int
     table_id: str
     table_path: str
     service: str
-    kind: str
+    kind: RunKind
     instant: str | None
-    trigger: str
+    trigger: RunTrigger
     state: RunState
     attempts: int
     created_at: float
@@ -82,9 +106,9 @@ class Run:
             "table": self.table_id,
             "path": self.table_path,
             "service": self.service,
-            "kind": self.kind,
+            "kind": self.kind.value,
             "instant": self.instant,
-            "trigger": self.trigger,
+            "trigger": self.trigger.value,
             "state": self.state.value,
             "attempts": self.attempts,
             "created_at": self.created_at,
@@ -112,9 +136,9 @@ def _run(row: tuple[Any, ...]) -> Run:
         table_id=row[1],
         table_path=row[2],
         service=row[3],
-        kind=row[4],
+        kind=RunKind(row[4]),
         instant=row[5],
-        trigger=row[6],
+        trigger=RunTrigger(row[6]),
         state=RunState(row[7]),
         attempts=row[8],
         created_at=row[9],
@@ -185,9 +209,9 @@ class RunStore:
         table_id: str,
         table_path: str,
         service: str,
-        kind: str,
+        kind: RunKind,
         instant: str | None,
-        trigger: str,
+        trigger: RunTrigger,
         idempotency_key: str | None = None,
     ) -> tuple[Run, bool]:
         """A new queued run, or the existing run with the same idempotency key (and False)."""
@@ -205,9 +229,9 @@ class RunStore:
                     table_id,
                     table_path,
                     service,
-                    kind,
+                    kind.value,
                     instant,
-                    trigger,
+                    trigger.value,
                     RunState.QUEUED.value,
                     time.time(),
                     idempotency_key,
@@ -222,12 +246,19 @@ class RunStore:
         unknown = set(fields) - allowed
         if unknown:
             raise ValueError(f"unknown run fields {sorted(unknown)}")
-        values = {k: (v.value if isinstance(v, RunState) else v) for k, v in fields.items()}
+        values = {k: (v.value if isinstance(v, StrEnum) else v) for k, v in fields.items()}
         if "details" in values:
             values["details"] = json.dumps(values["details"], default=str)
         assignments = ", ".join(f"{k} = ?" for k in values)
         with self._tx() as db:
             db.execute(f"UPDATE runs SET {assignments} WHERE id = ?", (*values.values(), run_id))
+
+    def by_idempotency_key(self, key: str) -> Run | None:
+        with self._guard:
+            row = self._db.execute(
+                f"SELECT {_COLUMNS} FROM runs WHERE idempotency_key = ?", (key,)
+            ).fetchone()
+        return _run(row) if row is not None else None
 
     def get(self, run_id: int) -> Run | None:
         with self._guard:

@@ -104,10 +104,13 @@ class ServeProcess:
         name: str,
         env: dict[str, str] | None = None,
         replica: str | None = None,
+        cwd: Path | None = None,
         **overrides: Any,
     ) -> None:
         """``name`` names the log and config files; ``replica`` (default: ``name``) names the
-        replica and its state folder, so a restart passes the same ``replica``."""
+        replica and its state folder, so a restart passes the same ``replica``; ``cwd`` is the
+        working folder of the process (default: this one's)."""
+        self.cwd = cwd
         self.port = free_port()
         self.root = root
         replica = replica or name
@@ -131,6 +134,7 @@ class ServeProcess:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 env=self.env,
+                cwd=self.cwd,
             )
         return self
 

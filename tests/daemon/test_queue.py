@@ -147,3 +147,28 @@ def test_take_wakes_when_work_arrives() -> None:
     q.submit(item)
     waiter.join(timeout=10)
     assert got == [item]
+
+
+def test_a_trigger_owns_the_instant_it_plans_until_it_ends() -> None:
+    q = _queue(Clock())
+    trigger, _ = q.submit(WorkItem("t1", "compaction", "trigger", None, "api"))
+    assert not q.planning("t1", "compaction"), "queued, not planning yet"
+    assert q.take(_all, timeout_s=0) is trigger
+    assert (
+        q.planning("t1", "compaction")
+        and not q.planning("t1", "clean")
+        and not q.planning("t2", "compaction")
+    )
+    assert q.claim(trigger, "002") is None and trigger.target == "002"
+    assert not q.planning("t1", "compaction"), "its plan is claimed: the watcher sees it through find"
+    assert q.find(("t1", "002")) is trigger
+    watched, fresh = q.submit(_item("t1", "002"))
+    assert watched is trigger and not fresh, "the watcher's item for that instant is the trigger"
+    # Another pending plan queued by the watcher cannot be claimed by the trigger.
+    other, _ = q.submit(_item("t1", "001"))
+    assert q.claim(trigger, "001") is other and trigger.claimed == "002"
+    q.finish(trigger, 1.0, retry_in=5.0)
+    assert q.find(("t1", "002")) is trigger, "a retry keeps the claim"
+    trigger.run_id = 7
+    assert q.cancel(7) is trigger, "cancelled while it waits for its retry"
+    assert q.find(("t1", "002")) is None and trigger.done.is_set()
