@@ -39,6 +39,7 @@ class S3Endpoint:
             "access_key": _DUMMY_ENV["AWS_ACCESS_KEY_ID"],
             "secret_key": _DUMMY_ENV["AWS_SECRET_ACCESS_KEY"],
             "region": self.region,
+            "scheme": "http",
         }
 
 

@@ -1,0 +1,126 @@
+"""Writes and table services under the storage-based lock, chosen by ``hoodie.write.lock.provider``.
+
+S3 is moto's standalone server, an emulator of the S3 API (``tests.servers.s3``), on a loopback
+port. The lock file is checked with boto3 / the filesystem directly, not through hts's code.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hoodie.services.base import LocalRunner, ServiceContext
+from hoodie.services.compaction import execute_compaction
+from hoodie.table import HoodieTable
+from hoodie.timeline.instant import Action
+from hoodie.transaction.lock import LockError
+from hoodie.write.writer import HoodieWriter
+from service.locks import PROVIDER_KEY, STORAGE, make_lock
+from service.locks.storage import StorageBasedLockProvider, StorageLockConfig, lock_file_uri
+from tests.conftest import hudi_rs_rows
+from tests.daemon.helpers import mor_table, request_compaction
+from tests.servers.s3 import S3Endpoint
+from tests.tables import new_table, rows
+
+LOCK_FILE = ".hoodie/.locks/table_lock.json"
+
+
+def test_writes_and_a_compaction_on_s3_take_the_lock_named_by_the_table_options(s3: S3Endpoint) -> None:
+    uri = f"s3://{s3.bucket}/{uuid.uuid4().hex}/trips"
+    storage = s3.storage_options()
+    table = new_table(uri, **storage)
+    options = {PROVIDER_KEY: STORAGE}
+    lock = make_lock(
+        table_id="trips",
+        base_path=table.base_path,
+        table_name=table.name,
+        options=options,
+        client_id="test",
+        base_uri=table.uri(),
+        storage_options=storage,
+    )
+    assert lock.kind == "StorageBasedLockProvider"
+    inner = lock.inner
+    assert isinstance(inner, StorageBasedLockProvider)
+    try:
+        writer = HoodieWriter(table, lock=lock)
+        writer.insert(rows(range(6), 1))
+        writer.upsert(rows(range(0, 6, 2), 2))
+        ts = request_compaction_on(table)
+        ctx = ServiceContext(HoodieTable.open(uri, **storage), lock=lock, storage_options=storage)
+        execute_compaction(ctx, ts, LocalRunner())
+        client = s3.client()
+        try:
+            key = uri.removeprefix(f"s3://{s3.bucket}/") + "/" + LOCK_FILE
+            data = json.loads(client.get_object(Bucket=s3.bucket, Key=key)["Body"].read())
+        finally:
+            client.close()
+        assert data["owner"] == inner.owner and data["expired"] is True  # taken and released
+        done = HoodieTable.open(uri, **storage).reload().get(ts, Action.COMMIT)
+        assert done is not None and done.is_completed
+    finally:
+        lock.close()
+
+
+def request_compaction_on(table: HoodieTable) -> str:
+    from hoodie.services.compaction import CompactionPolicy, schedule_compaction
+
+    scheduled = schedule_compaction(ServiceContext(table), CompactionPolicy())
+    assert scheduled is not None and scheduled.instant_time is not None
+    return scheduled.instant_time
+
+
+def test_an_s3_table_without_its_uri_is_refused_before_anything_is_written(s3: S3Endpoint) -> None:
+    with pytest.raises(LockError, match="set hoodie.base.path"):
+        make_lock(
+            table_id="t",
+            base_path=f"{s3.bucket}/trips",  # what FileIO keeps for s3://lake/trips
+            table_name="t",
+            options={PROVIDER_KEY: STORAGE},
+            client_id="test",
+        )
+
+
+class _TakenOverWhileCompleting(StorageBasedLockProvider):
+    """Another writer overwrites the lock file right after our completing write took the lock
+    (the 2nd acquire: 1 is the claim), as after a pause longer than the validity."""
+
+    lock_path: Path
+    take_over_on = 2
+
+    def acquire(self, timeout_s: float | None = None) -> None:
+        super().acquire(timeout_s)
+        self.take_over_on -= 1
+        if self.take_over_on == 0:
+            intruder = {"expired": False, "validUntil": int(time.time() * 1000) + 10_000, "owner": "other"}
+            self.lock_path.write_text(json.dumps(intruder))
+            deadline = time.monotonic() + 5
+            while self.is_held():
+                assert time.monotonic() < deadline, "the takeover was not noticed"
+                time.sleep(0.01)
+
+
+def test_no_completion_after_the_storage_lock_was_taken_over(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    mor_table(path)
+    ts = request_compaction(path)
+    before = hudi_rs_rows(path)
+    table = HoodieTable.open(str(path))
+    config = StorageLockConfig(lock_file_uri(table.base_path), validity_s=2.0, renew_interval_s=0.1)
+    lock = _TakenOverWhileCompleting(config, config.store())
+    lock.lock_path = path / LOCK_FILE
+    try:
+        with pytest.raises(LockError, match="lost the table lock"):
+            execute_compaction(ServiceContext(table, lock=lock), ts, LocalRunner())
+        instant = HoodieTable.open(str(path)).reload().get(ts, Action.COMPACTION)
+        assert instant is not None and instant.is_inflight, "nothing completed without the lock"
+        assert hudi_rs_rows(path) == before
+    finally:
+        lock.close()
+    other: dict[str, Any] = json.loads((path / LOCK_FILE).read_text())
+    assert other["owner"] == "other"  # our release left the new owner's lock alone
