@@ -23,9 +23,9 @@ from hoodie.write.writer import HoodieWriter
 from service.locks import PROVIDER_KEY, STORAGE, make_lock
 from service.locks.storage import StorageBasedLockProvider, StorageLockConfig, lock_file_uri
 from tests.conftest import hudi_rs_rows
-from tests.daemon.helpers import mor_table, request_compaction
+from tests.daemon.helpers import FAST_HEARTBEAT, ServeProcess, mor_table, request_compaction, wait_for
 from tests.servers.s3 import S3Endpoint
-from tests.tables import new_table, rows
+from tests.tables import hts, new_table, rows
 
 LOCK_FILE = ".hoodie/.locks/table_lock.json"
 
@@ -124,3 +124,35 @@ def test_no_completion_after_the_storage_lock_was_taken_over(tmp_path: Path) -> 
         lock.close()
     other: dict[str, Any] = json.loads((path / LOCK_FILE).read_text())
     assert other["owner"] == "other"  # our release left the new owner's lock alone
+
+
+def test_a_writer_requests_and_the_daemon_completes_under_the_storage_lock(tmp_path: Path) -> None:
+    path = tmp_path / "tables" / "orders"
+    mor_table(path, upserts=2)
+    before = hudi_rs_rows(path)
+    lock_options = {PROVIDER_KEY: STORAGE}
+    daemon = ServeProcess(
+        tmp_path,
+        "d1",
+        defaults={"options": {**FAST_HEARTBEAT, **lock_options}},
+        spark={"master": "in-process"},
+    ).start()
+    try:
+        result = hts("request", "compaction", str(path), "--option", f"{PROVIDER_KEY}={STORAGE}")
+        assert result.returncode == 0 and result.stdout.startswith("requested compaction "), result.stderr
+        ts = result.stdout.split()[2]
+        first = json.loads((path / LOCK_FILE).read_text())
+        assert first["expired"] is True  # the CLI took the lock to request, and released it
+
+        def completed() -> bool:
+            found = HoodieTable.open(str(path)).reload().get(ts, Action.COMMIT)
+            return found is not None and found.is_completed
+
+        wait_for(completed, 180, "the daemon to complete the compaction")
+        lock = daemon.get("/v1/tables/orders")["lock"]
+        assert lock["state"] == "connected" and lock["provider"] == "StorageBasedLockProvider"
+        assert json.loads((path / LOCK_FILE).read_text())["owner"] != first["owner"]  # the daemon's
+    finally:
+        daemon.stop()
+    assert hudi_rs_rows(path) == before
+    assert json.loads((path / LOCK_FILE).read_text())["expired"] is True
