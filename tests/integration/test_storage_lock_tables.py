@@ -130,19 +130,16 @@ def test_a_writer_requests_and_the_daemon_completes_under_the_storage_lock(tmp_p
     path = tmp_path / "tables" / "orders"
     mor_table(path, upserts=2)
     before = hudi_rs_rows(path)
-    lock_options = {PROVIDER_KEY: STORAGE}
-    daemon = ServeProcess(
-        tmp_path,
-        "d1",
-        defaults={"options": {**FAST_HEARTBEAT, **lock_options}},
-        spark={"master": "in-process"},
-    ).start()
+    result = hts("request", "compaction", str(path), "--option", f"{PROVIDER_KEY}={STORAGE}")
+    assert result.returncode == 0 and result.stdout.startswith("requested compaction "), result.stderr
+    ts = result.stdout.split()[2]
+    first = json.loads((path / LOCK_FILE).read_text())
+    assert first["expired"] is True  # the CLI took the lock to request, and released it
+
+    options = {**FAST_HEARTBEAT, PROVIDER_KEY: STORAGE}
+    daemon = ServeProcess(tmp_path, "d1", defaults={"options": options}, spark={"master": "in-process"})
+    daemon.start()
     try:
-        result = hts("request", "compaction", str(path), "--option", f"{PROVIDER_KEY}={STORAGE}")
-        assert result.returncode == 0 and result.stdout.startswith("requested compaction "), result.stderr
-        ts = result.stdout.split()[2]
-        first = json.loads((path / LOCK_FILE).read_text())
-        assert first["expired"] is True  # the CLI took the lock to request, and released it
 
         def completed() -> bool:
             found = HoodieTable.open(str(path)).reload().get(ts, Action.COMMIT)
