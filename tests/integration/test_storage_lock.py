@@ -387,3 +387,46 @@ def test_the_store_writes_only_on_its_condition(site: Site) -> None:
         assert site.read()["owner"] == "a" and store.read() == second
     finally:
         store.close()
+
+
+class CountingStore:
+    """A real store, with its requests counted (what the README's cost figures rest on)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.reads = 0
+        self.writes = 0
+
+    @property
+    def location(self) -> str:
+        return str(self.inner.location)
+
+    def read(self) -> Any:
+        self.reads += 1
+        return self.inner.read()
+
+    def write(self, data: LockData, expected: Any) -> Any:
+        self.writes += 1
+        return self.inner.write(data, expected)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def test_requests_per_hour_held_are_one_put_per_renewal_interval(site: Site) -> None:
+    config = StorageLockConfig(site.lock_uri, validity_s=V, renew_interval_s=RENEW_MS / 1000)
+    store = CountingStore(config.store(site.storage_options()))
+    hts = StorageBasedLockProvider(config, store)
+    try:
+        time.sleep(3 * RENEW_MS / 1000)
+        assert (store.reads, store.writes) == (0, 0)  # idle: no requests at all
+        hts.acquire(timeout_s=3)
+        assert (store.reads, store.writes) == (1, 1)  # a GET and a conditional PUT
+        held_s = 8 * RENEW_MS / 1000
+        time.sleep(held_s)
+        renewals = store.writes - 1
+        assert held_s / config.renew_interval_s - 2 <= renewals <= held_s / config.renew_interval_s
+        hts.release()
+        assert store.reads == 1 and store.writes == renewals + 2  # one PUT releases
+    finally:
+        hts.close()
