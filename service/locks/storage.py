@@ -13,7 +13,9 @@ protocol as this module follows it:
   version just read (``If-Match``), or on absence (``If-None-Match: *``) when there was no file. A
   lost condition (412) means another writer won. Blocking acquires retry every second
   (``LockConfiguration.DEFAULT_LOCK_ACQUIRE_RETRY_WAIT_TIME_IN_MILLIS``; here at most the renewal
-  interval, so short test leases poll faster).
+  interval, so short test leases poll faster). One departure: a valid file naming our own owner
+  (a write of ours whose answer was lost) is taken back at once with ``If-Match`` instead of
+  waiting for it to expire; nobody else wrote since, so this is as safe.
 * **Renew** (``renewLock``, run by ``LockProviderHeartbeatManager`` every
   ``renew.interval.secs`` at a fixed rate): the same write with a new ``validUntil``, conditioned
   on the version we wrote last. 412 means the lock was taken over: LOST at once. Other failures are
@@ -330,8 +332,14 @@ class StorageBasedLockProvider:
         )
 
     def _held_by_other(self, current: LockFile, now_ms: int) -> bool:
-        """``isLockStillValid``: not released and not certainly past ``validUntil``."""
+        """``isLockStillValid``: not released and not certainly past ``validUntil``, and not ours.
+
+        A valid file with our owner while no thread of ours holds the lock is a write of ours whose
+        answer was lost (an acquire, or the last renewal of a lease we gave up): nobody else wrote
+        since, so taking it back with ``If-Match`` is safe. Hudi would wait for it to expire."""
         data = current.data
+        if data.owner == self.owner:
+            return False
         return not data.expired and now_ms <= data.valid_until_ms + CLOCK_DRIFT_BUFFER_MS
 
     # -- acquire --------------------------------------------------------------------------------
@@ -354,7 +362,7 @@ class StorageBasedLockProvider:
                         mine = LockData(False, now_ms + int(self.validity_s * 1000), self.owner)
                         written = self._store.write(mine, current)
                         self._hold(written, sent)
-                    if current is not None and not current.data.expired:
+                    if current is not None and not current.data.expired and current.data.owner != self.owner:
                         log.warning(
                             "%s: took over a lock of %r that expired at %d (epoch ms)",
                             self._where,

@@ -141,3 +141,21 @@ def test_lock_data_is_hudis_json() -> None:
     data = LockData(expired=False, valid_until_ms=1_700_000_000_123, owner="u")
     assert json.loads(data.to_json()) == {"expired": False, "validUntil": 1_700_000_000_123, "owner": "u"}
     assert LockData.from_json(data.to_json(), "x") == data
+
+
+def test_a_valid_lock_file_of_our_own_is_taken_back_at_once(tmp_path: Path) -> None:
+    """An acquire whose answer was lost leaves a valid file naming us: no wait for its validity."""
+    p = _provider(tmp_path)
+    lock_file = tmp_path / ".hoodie/.locks/table_lock.json"
+    lock_file.parent.mkdir(parents=True)
+    mine = {"expired": False, "validUntil": int(time.time() * 1000) + 60_000, "owner": p.owner}
+    lock_file.write_text(json.dumps(mine))
+    other = _provider(tmp_path)
+    try:
+        with pytest.raises(LockError, match=f"held by '{p.owner}'"):
+            other.acquire(0.2)
+        p.acquire(0.5)
+        assert p.is_held() and json.loads(lock_file.read_text())["validUntil"] < mine["validUntil"]
+    finally:
+        p.close()
+        other.close()
