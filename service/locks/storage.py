@@ -117,10 +117,8 @@ class StorageLockConfig:
         from service.locks.dynamodb_config import aws_credentials
 
         validity, renew = cls.timings(options)
-        found = lookup(options, BASE_PATH_KEY)
-        base = found[1] if found else (base_uri or base_path)
         return cls(
-            lock_file_uri=lock_file_uri(base),
+            lock_file_uri=lock_file_uri(table_uri(base_path, options, base_uri)),
             validity_s=float(validity),
             renew_interval_s=float(renew),
             credentials=aws_credentials(options),
@@ -138,6 +136,28 @@ class StorageLockConfig:
             timeout_s=max(1.0, self.validity_s / 5),  # S3StorageLockClient: validity / 5 per call
         )
         return S3LockFileStore(client, bucket, key)
+
+
+def table_uri(base_path: str, options: Mapping[str, str], base_uri: str | None = None) -> str:
+    """The table's URI: ``base_uri`` (from the caller, who opened the table) or Hudi's
+    ``hoodie.base.path``, checked against ``base_path`` (the path inside the filesystem, which for
+    S3 has no scheme); a mismatch (e.g. ``hoodie.base.path`` in options shared by several tables)
+    is refused, since the lock file would not be the one Hudi's writers of this table use."""
+    found = lookup(options, BASE_PATH_KEY)
+    named = [(k, v) for k, v in (("base URI", base_uri), (BASE_PATH_KEY, found[1] if found else None)) if v]
+    for key, uri in named:
+        if _path_of(uri) != _path_of(base_path) or _path_of(uri) != _path_of(named[0][1]):
+            raise TableServiceError(
+                f"{key}={uri!r} is not the table at {base_path!r}"
+                + (f" ({named[0][0]}={named[0][1]!r})" if key != named[0][0] else "")
+                + ": the storage-based lock would not be the file Hudi's writers of this table use"
+            )
+    return named[0][1] if named else base_path
+
+
+def _path_of(uri: str) -> str:
+    uri = uri.strip().rstrip("/")
+    return uri.split("://", 1)[1] if "://" in uri else uri
 
 
 def lock_file_uri(base: str) -> str:

@@ -56,10 +56,21 @@ def test_the_lock_file_follows_the_base_path() -> None:
         lock_file_uri("gs://lake/trips")
     with pytest.raises(TableServiceError, match="needs a bucket and a path"):
         lock_file_uri("s3://lake")
-    config = StorageLockConfig.from_options(
-        base_path="lake/trips", options={"hoodie.base.path": "s3://lake/trips"}, base_uri="s3://other/t"
-    )
-    assert config.lock_file_uri == "s3://lake/trips/.hoodie/.locks/table_lock.json"  # Hudi's key first
+    named = {"hoodie.base.path": "s3a://lake/trips/"}
+    config = StorageLockConfig.from_options(base_path="lake/trips", options=named)
+    assert config.lock_file_uri == "s3://lake/trips/.hoodie/.locks/table_lock.json"
+    config = StorageLockConfig.from_options(base_path="lake/trips", options={}, base_uri="s3://lake/trips")
+    assert config.lock_file_uri == "s3://lake/trips/.hoodie/.locks/table_lock.json"
+    with pytest.raises(
+        TableServiceError, match=r"hoodie.base.path='s3://lake/other' is not the table at 'lake/t'"
+    ):
+        StorageLockConfig.from_options(base_path="lake/t", options={"hoodie.base.path": "s3://lake/other"})
+    with pytest.raises(
+        TableServiceError, match=r"hoodie.base.path='s3://lake/t2' is not the table .*base URI"
+    ):
+        StorageLockConfig.from_options(
+            base_path="lake/t", options={"hoodie.base.path": "s3://lake/t2"}, base_uri="s3://lake/t"
+        )
 
 
 def test_make_lock_chooses_it_by_class_name_or_short_name(tmp_path: Path) -> None:
