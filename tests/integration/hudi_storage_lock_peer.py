@@ -19,7 +19,7 @@ variant as documented in hts's README: create by ``link(2)`` of a complete tempo
 under an exclusive ``flock`` of ``table_lock.json.guard`` after comparing the content's SHA-256.
 
 Events are printed as JSON lines on stdout: ``acquired`` (with owner and validUntil), ``timeout``,
-``renewed``, ``lost``, ``released``.
+``renewed``, ``lost``, ``releasing`` (before the release's PUT), ``released``.
 """
 
 from __future__ import annotations
@@ -189,6 +189,7 @@ def main() -> int:
     stop.set()
     if beat.is_alive():
         beat.join()
+    emit("releasing")
     with guard:
         released = {"expired": True, "validUntil": state["data"]["validUntil"], "owner": owner}
         try:

@@ -6,7 +6,9 @@ port. The lock file is checked with boto3 / the filesystem directly, not through
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -24,10 +26,12 @@ from service.locks import PROVIDER_KEY, STORAGE, make_lock
 from service.locks.storage import StorageBasedLockProvider, StorageLockConfig, lock_file_uri
 from tests.conftest import hudi_rs_rows
 from tests.daemon.helpers import FAST_HEARTBEAT, ServeProcess, mor_table, request_compaction, wait_for
+from tests.integration.test_storage_lock import PEER, Process
 from tests.servers.s3 import S3Endpoint
 from tests.tables import hts, new_table, rows
 
 LOCK_FILE = ".hoodie/.locks/table_lock.json"
+P = "hoodie.write.lock.storage."
 
 
 def test_writes_and_a_compaction_on_s3_take_the_lock_named_by_the_table_options(s3: S3Endpoint) -> None:
@@ -153,3 +157,47 @@ def test_a_writer_requests_and_the_daemon_completes_under_the_storage_lock(tmp_p
         daemon.stop()
     assert hudi_rs_rows(path) == before
     assert json.loads((path / LOCK_FILE).read_text())["expired"] is True
+
+
+def test_the_daemon_waits_while_a_hudi_writer_holds_the_storage_lock(tmp_path: Path) -> None:
+    """A compaction requested by a writer is not completed while a process speaking Hudi's protocol
+    (``hudi_storage_lock_peer``) holds the table's lock file; it is once that writer releases it."""
+    path = tmp_path / "tables" / "orders"
+    mor_table(path, upserts=2)
+    before = hudi_rs_rows(path)
+    ts = request_compaction(path)
+    timings = {P + "validity.timeout.secs": "10", P + "renew.interval.secs": "1"}
+    argv = [sys.executable, str(PEER), "--base", str(path), "--validity-ms", "10000", "--renew-ms", "1000"]
+    peer = Process([*argv, "--acquire-timeout-s", "10", "--hold-s", "8"])
+    options = {**FAST_HEARTBEAT, PROVIDER_KEY: STORAGE, **timings}
+    daemon = ServeProcess(tmp_path, "d1", defaults={"options": options}, spark={"master": "in-process"})
+    try:
+        peer.wait("acquired")
+        daemon.start()
+
+        def running() -> bool:
+            return any(r["instant"] == ts and r["state"] == "running" for r in daemon.get("/v1/runs"))
+
+        wait_for(running, 8, "the daemon to start the compaction")  # and wait for the lock
+        seen: list[tuple[int, str | None]] = []  # (wall ms after reading, the compaction's state)
+        while not any(e["event"] == "releasing" for e in peer.seen):
+            state = _state(path, ts)
+            seen.append((int(time.time() * 1000), state))
+            with contextlib.suppress(AssertionError):
+                peer.wait("releasing", 0.2)
+        releasing = peer.first("releasing")["at_ms"]
+        while_held = [state for at, state in seen if at < releasing]
+        assert len(while_held) > 5 and "COMPLETED" not in while_held
+        peer.wait("released")
+        wait_for(lambda: _state(path, ts) == "COMPLETED", 120, "the daemon to complete the compaction")
+        assert json.loads((path / LOCK_FILE).read_text())["owner"] != peer.first("acquired")["owner"]
+    finally:
+        daemon.stop()
+        peer.stop()
+    assert hudi_rs_rows(path) == before
+
+
+def _state(path: Path, ts: str) -> str | None:
+    timeline = HoodieTable.open(str(path)).reload()
+    found = timeline.get(ts, Action.COMMIT) or timeline.get(ts, Action.COMPACTION)
+    return None if found is None else found.state.name
