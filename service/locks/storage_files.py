@@ -156,8 +156,9 @@ class S3LockFileStore:
             answer = self._client.get_object(Bucket=self.bucket, Key=self.key)
             raw = answer["Body"].read()
         except ClientError as e:
-            if _status(e) == _NOT_FOUND:
+            if _status(e) == _NOT_FOUND and _code(e) in ("NoSuchKey", "404"):
                 return None
+            _refuse_if_denied(e, f"reading {self.location}")
             raise StoreUnavailable(f"reading {self.location}: {e}") from e
         except BotoCoreError as e:
             raise StoreUnavailable(f"reading {self.location}: {e}") from e
@@ -178,8 +179,9 @@ class S3LockFileStore:
         except ClientError as e:
             status = _status(e)
             # 404 on If-Match: the file we hold is gone; for us that is the same as a lost race.
-            if status == _PRECONDITION_FAILED or (expected is not None and status == _NOT_FOUND):
+            if status == _PRECONDITION_FAILED or (expected is not None and _code(e) == "NoSuchKey"):
                 raise PreconditionFailed(f"{self.location}: {e}") from e
+            _refuse_if_denied(e, f"writing {self.location}")
             raise StoreUnavailable(f"writing {self.location}: {e}") from e
         except BotoCoreError as e:
             raise StoreUnavailable(f"writing {self.location}: {e}") from e
@@ -191,6 +193,16 @@ class S3LockFileStore:
 
 def _status(error: Any) -> int:
     return int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
+
+
+def _code(error: Any) -> str:
+    return str(error.response.get("Error", {}).get("Code", ""))
+
+
+def _refuse_if_denied(error: Any, doing: str) -> None:
+    """Errors no retry will cure (no bucket, bad credentials, denied) fail at once, naming the store."""
+    if _code(error) == "NoSuchBucket" or _status(error) in (400, 401, 403):
+        raise LockError(f"{doing}: {error}") from error
 
 
 def s3_client(

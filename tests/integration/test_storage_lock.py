@@ -430,3 +430,15 @@ def test_requests_per_hour_held_are_one_put_per_renewal_interval(site: Site) -> 
         assert store.reads == 1 and store.writes == renewals + 2  # one PUT releases
     finally:
         hts.close()
+
+
+def test_a_missing_bucket_fails_at_once_naming_it(s3: S3Endpoint) -> None:
+    site = Site("s3://no-such-bucket/trips", s3)
+    hts = site.hts()
+    started = time.monotonic()
+    try:
+        with pytest.raises(LockError, match="no-such-bucket.*NoSuchBucket"):
+            hts.acquire(timeout_s=10)
+        assert time.monotonic() - started < 2  # not retried until the timeout
+    finally:
+        hts.close()
