@@ -14,6 +14,7 @@ Facts from apache/hudi (hudi-client-common, ``org.apache.hudi.client.transaction
   with ``If-None-Match: *`` (create only if absent); otherwise a PUT with ``If-Match: <ETag read>``.
   HTTP 412 means another writer changed the file first (``ACQUIRED_BY_OTHERS``); 404 on read means
   no lock file (``NOT_EXISTS``); 409, 429 and 5xx are transient (``UNKNOWN_ERROR``/throttled).
+  (hts fails at once on errors no retry cures: a missing bucket, 400, 401, 403.)
   Hudi never deletes the lock file: a release writes ``expired: true``.
 
 Two stores implement that contract here:
