@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["tests.servers.zookeeper", "tests.servers.dynamodb"]
+pytest_plugins = ["tests.servers.zookeeper", "tests.servers.dynamodb", "tests.servers.s3"]
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("HTS_SHARED", REPO.parent / "shared"))

@@ -5,7 +5,9 @@
 * ``org.apache.hudi.client.transaction.lock.ZookeeperBasedLockProvider``: Curator-compatible
   ZooKeeper lock (``service.locks.zookeeper``);
 * ``org.apache.hudi.aws.transaction.lock.DynamoDBBasedLockProvider``: the AWS DynamoDB lock
-  client's protocol (``service.locks.dynamodb``).
+  client's protocol (``service.locks.dynamodb``);
+* ``org.apache.hudi.client.transaction.lock.StorageBasedLockProvider``: Hudi 1.1's lock file
+  ``.hoodie/.locks/table_lock.json`` written with conditional PUTs (``service.locks.storage``).
 
 Every provider is wrapped so that the daemon sees how long acquiring took and when it failed.
 """
@@ -15,7 +17,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
 from hoodie.errors import HoodieError
 from hoodie.transaction.lock import InProcessLockProvider, LockError
@@ -25,7 +27,8 @@ PROVIDER_KEY = "hoodie.write.lock.provider"
 IN_PROCESS = "org.apache.hudi.client.transaction.lock.InProcessLockProvider"
 ZOOKEEPER = "org.apache.hudi.client.transaction.lock.ZookeeperBasedLockProvider"
 DYNAMODB = "org.apache.hudi.aws.transaction.lock.DynamoDBBasedLockProvider"
-KNOWN_PROVIDERS = (IN_PROCESS, ZOOKEEPER, DYNAMODB)
+STORAGE = "org.apache.hudi.client.transaction.lock.StorageBasedLockProvider"
+KNOWN_PROVIDERS = (IN_PROCESS, ZOOKEEPER, DYNAMODB, STORAGE)
 
 
 class InProcessServiceLock(InProcessLockProvider):
@@ -103,6 +106,10 @@ def check_lock_options(options: Mapping[str, str], where: str) -> None:
             from service.locks.dynamodb_config import DynamoDBLockConfig
 
             DynamoDBLockConfig.from_options(base_path=where, table_name="table", options=options)
+        elif provider in (STORAGE, "StorageBasedLockProvider"):
+            from service.locks.storage import StorageLockConfig
+
+            StorageLockConfig.timings(options)  # the lock file follows each table's base path
         elif provider not in (IN_PROCESS, "InProcessLockProvider"):
             raise LockError(
                 f"{where}: unsupported {PROVIDER_KEY}={provider!r} (supported: {', '.join(KNOWN_PROVIDERS)})"
@@ -121,8 +128,14 @@ def make_lock(
     options: Mapping[str, str],
     client_id: str,
     observer: LockObserver | None = None,
+    base_uri: str | None = None,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> ObservedLock:
-    """The lock ``options`` configure for the table at ``base_path`` (Hudi's keys)."""
+    """The lock ``options`` configure for the table at ``base_path`` (Hudi's keys).
+
+    ``base_uri`` (the table's URI, e.g. ``s3://bucket/path``) and ``storage_options`` (pyarrow
+    ``S3FileSystem`` keys) are used by the storage-based lock, whose file lives in the table;
+    ``hoodie.base.path`` in ``options`` takes precedence, as in Hudi."""
     provider = options.get(PROVIDER_KEY, IN_PROCESS).strip()
     inner: ServiceLock
     if provider in (IN_PROCESS, "InProcessLockProvider"):
@@ -140,6 +153,21 @@ def make_lock(
         inner = DynamoDBLockProvider.from_options(
             base_path=base_path, table_name=table_name, options=options, owner=f"{client_id}-{uuid.uuid4()}"
         )
+    elif provider in (STORAGE, "StorageBasedLockProvider"):
+        from service.locks.storage import StorageBasedLockProvider
+
+        try:
+            inner = StorageBasedLockProvider.from_options(
+                base_path=base_path,
+                options=options,
+                base_uri=base_uri,
+                storage_options=storage_options,
+                client_id=client_id,
+            )
+        except LockError:
+            raise
+        except HoodieError as e:  # a configuration error, named by the key
+            raise LockError(str(e)) from e
     else:
         raise LockError(
             f"unsupported {PROVIDER_KEY}={provider!r} for {base_path} "
@@ -152,6 +180,7 @@ __all__ = [
     "DYNAMODB",
     "IN_PROCESS",
     "PROVIDER_KEY",
+    "STORAGE",
     "ZOOKEEPER",
     "InProcessServiceLock",
     "LockObserver",

@@ -100,7 +100,7 @@ class DynamoDBLockConfig:
             write_capacity=int_option(options, WRITE_CAPACITY_KEY, 10, 1),
             table_creation_timeout_ms=int_option(options, TABLE_CREATION_TIMEOUT_KEY, 120_000, 0),
             lease_duration_ms=lease_ms,
-            credentials=_credentials(options),
+            credentials=aws_credentials(options),
         )
 
     def client(self) -> Any:
@@ -119,7 +119,8 @@ class DynamoDBLockConfig:
         return session.client("dynamodb", endpoint_url=self.endpoint_url, config=config)
 
 
-def _credentials(options: Mapping[str, str]) -> tuple[str, str, str | None] | None:
+def aws_credentials(options: Mapping[str, str]) -> tuple[str, str, str | None] | None:
+    """Hudi's ``hoodie.aws.access.key`` / ``.secret.key`` / ``.session.token`` (None: boto3's chain)."""
     key_id = lookup(options, "hoodie.aws.access.key")
     secret = lookup(options, "hoodie.aws.secret.key")
     if (key_id is None) != (secret is None):
