@@ -181,6 +181,7 @@ def _table_lock(table_uri: str, options: dict[str, str]) -> Iterator[Any]:
         table_name=table.name,
         options=options,
         client_id=f"hts-cli-{socket.gethostname()}",
+        base_uri=table.uri(),
     )
     try:
         yield lock

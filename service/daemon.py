@@ -209,6 +209,8 @@ class Daemon(RunLoop):
             options=options,
             client_id=f"hts-{self.replica}",
             observer=self.metrics,
+            base_uri=entry.uri,
+            storage_options=entry.config.storage_options,
         )
         lock.add_state_listener(functools.partial(self._lock_state, entry))
         skew = self.settings.truetime.max_expected_clock_skew_ms
