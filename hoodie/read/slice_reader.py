@@ -221,7 +221,7 @@ def decode_data_block(block: LogBlock, schema: pa.Schema) -> pa.Table:
     if block.block_type is BlockType.AVRO_DATA:
         if not block.schema:
             raise CorruptLogBlockError(f"{where}: Avro data block has no SCHEMA header")
-        return decode_avro_block_content(block.content, block.schema, schema)
+        return decode_avro_block_content(block.content, block.schema, schema, source=where)
     if block.block_type is BlockType.PARQUET_DATA:
         try:
             table = pq.read_table(pa.BufferReader(block.content))

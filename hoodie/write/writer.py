@@ -43,6 +43,7 @@ from hoodie.models.clustering import RequestedReplaceMetadata
 from hoodie.models.commit import CommitMetadata, ReplaceCommitMetadata, WriteStat
 from hoodie.read.reader import TableReader
 from hoodie.schema.avro_arrow import add_meta_fields, avro_to_arrow_schema
+from hoodie.schema.evolution import check_evolution
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.timeline import ActiveTimeline
@@ -119,8 +120,13 @@ class HoodieWriter:
         time_source: TimeSource | None = None,
         write_props: dict[str, str] | None = None,
         heartbeat: HeartbeatConfig | None = None,
+        schema: Mapping[str, Any] | None = None,
     ) -> None:
+        """``schema``: the Avro writer schema (without meta fields) this writer records, as Hudi's
+        writer deduces it from a batch that evolves the table (checked by ``check_evolution``);
+        None writes with the table's latest schema."""
         self.table = table
+        self.schema = schema
         self.heartbeat = heartbeat or HeartbeatConfig()
         self.options = options or WriteOptions()
         self.lock = lock or InProcessLockProvider(table.base_path)
@@ -150,6 +156,9 @@ class HoodieWriter:
         schema_json = table.latest_schema_json()
         if schema_json is None:
             raise HoodieError(f"{table.base_path}: the table has no schema; create it with a schema first")
+        if self.schema is not None:
+            check_evolution(schema_json, self.schema, table.base_path)
+            schema_json = dict(self.schema)
         merge = resolve_merge_config(table.config, self.write_props)
         spec = spec_for(merge)
         keygen = key_generator_from_properties({**table.config.props, **self.write_props})
