@@ -36,7 +36,7 @@ from hoodie.services.compaction import CompactionPolicy, execute_compaction, sch
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, State
 from hoodie.write.create import create_table
-from hoodie.write.options import WriteOptions
+from hoodie.write.options import LogBlockFormat, WriteOptions
 from hoodie.write.writer import HoodieWriter
 from tests.conftest import hudi_rs_rows
 
@@ -149,9 +149,12 @@ def _avro(schema: pa.Schema) -> dict[str, Any]:
     return arrow_to_avro_schema(schema, "t_record", "hoodie.t")
 
 
-def _evolved_table(path: Path, table_type: TableType) -> tuple[HoodieTable, dict[str, dict[str, Any]]]:
-    """Commit 1 writes OLD, commit 2 (a writer whose batch evolved the table) NEW: on MERGE_ON_READ
-    the updates land in log blocks of NEW over base files of OLD."""
+def _evolved_table(
+    path: Path, table_type: TableType, block: LogBlockFormat = LogBlockFormat.AVRO
+) -> tuple[HoodieTable, dict[str, dict[str, Any]]]:
+    """Commits 1 and 2 write OLD, commit 3 (a writer whose batch evolved the table) NEW: on
+    MERGE_ON_READ a slice has a base file of OLD, log blocks of OLD, then log blocks of NEW."""
+    options = WriteOptions(log_block_format=block)
     table = create_table(
         str(path),
         table_name="t",
@@ -162,10 +165,17 @@ def _evolved_table(path: Path, table_type: TableType) -> tuple[HoodieTable, dict
         ordering_fields=["ts"],
         table_version=TableVersion.EIGHT,
     )
-    HoodieWriter(table).insert(pa.Table.from_pylist([_old_row(k) for k in range(8)], schema=OLD))
+    HoodieWriter(table, options=options).insert(
+        pa.Table.from_pylist([_old_row(k) for k in range(8)], schema=OLD)
+    )
+    old_updates = [{**_old_row(k), "ts": 2, "i": -k} for k in (0, 1, 5)]
+    HoodieWriter(HoodieTable.open(str(path)), options=options).upsert(
+        pa.Table.from_pylist(old_updates, schema=OLD)
+    )
     model = {f"k{k}": _as_new(_old_row(k), k) for k in range(8)}
-    updates = [_new_row(k, 2) for k in (1, 4, 9)]
-    evolved = HoodieWriter(HoodieTable.open(str(path)), schema=_avro(NEW))
+    model.update({r["id"]: {**_as_new(r, int(r["id"][1:]))} for r in old_updates})
+    updates = [_new_row(k, 3) for k in (1, 4, 9)]
+    evolved = HoodieWriter(HoodieTable.open(str(path)), schema=_avro(NEW), options=options)
     evolved.upsert(pa.Table.from_pylist(updates, schema=NEW))
     model.update({r["id"]: r for r in updates})
     return HoodieTable.open(str(path)), model
@@ -204,12 +214,19 @@ def _cluster(path: Path) -> None:
     execute_clustering(ctx, scheduled.instant_time, LocalRunner())
 
 
-@pytest.mark.parametrize("table_type", [TableType.MERGE_ON_READ, TableType.COPY_ON_WRITE])
+@pytest.mark.parametrize(
+    ("table_type", "block"),
+    [
+        (TableType.MERGE_ON_READ, LogBlockFormat.AVRO),
+        (TableType.MERGE_ON_READ, LogBlockFormat.PARQUET),
+        (TableType.COPY_ON_WRITE, LogBlockFormat.AVRO),
+    ],
+)
 def test_add_and_promote_read_as_the_model_and_services_rewrite_in_the_latest_schema(
-    tmp_path: Path, table_type: TableType
+    tmp_path: Path, table_type: TableType, block: LogBlockFormat
 ) -> None:
     path = tmp_path / "t"
-    _, model = _evolved_table(path, table_type)
+    _, model = _evolved_table(path, table_type, block)
     assert _read(path) == model
     arrow_new = {f.name: f.type for f in NEW}
     if table_type is TableType.MERGE_ON_READ:
