@@ -20,8 +20,10 @@ from hoodie.merge.config import resolve_merge_config
 from hoodie.read.log_scanner import InstantRange, ScanStats
 from hoodie.read.slice_reader import SliceReadOptions, read_parquet, read_slice
 from hoodie.schema.avro_arrow import add_meta_fields, avro_to_arrow_schema
+from hoodie.schema.internal_schema import LATEST_SCHEMA_KEY, SchemaHistory, SchemaOnRead
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant_time import normalize
+from hoodie.timeline.timeline import ActiveTimeline
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +48,29 @@ def table_schema(table: HoodieTable, as_of: str | None = None) -> pa.Schema:
     return avro_to_arrow_schema(avro)
 
 
+def schema_on_read(
+    table: HoodieTable, timeline: ActiveTimeline | None = None, as_of: str | None = None
+) -> SchemaOnRead | None:
+    """How to read the files of a schema-on-read table (each with its own schema version,
+    matched by column id to the version as of ``as_of`` or the latest); None for other tables."""
+    tl = (timeline or table.timeline).completed().writes()
+
+    def latest_schemas() -> dict[str, str]:
+        out = {}
+        for instant in tl:
+            text = (table.commit_metadata(instant, timeline).extra_metadata or {}).get(LATEST_SCHEMA_KEY)
+            if text:
+                out[instant.requested_time] = text
+        return out
+
+    history = SchemaHistory.load(
+        table.fileio, table.paths.meta, [i.requested_time for i in tl], latest_schemas
+    )
+    if history is None:
+        return None
+    return SchemaOnRead(history, history.at(as_of) if as_of else history.latest())
+
+
 class TableReader:
     """Reads one table; create one per query (it snapshots the timeline when created)."""
 
@@ -68,6 +93,7 @@ class TableReader:
             latest_instant=latest,
             report=self.result.report,
             stats=self.result.stats,
+            on_read=schema_on_read(self.table, self.timeline, as_of),
         )
 
     def _read_slices(self, slices: Iterable[FileSlice], opts: SliceReadOptions) -> pa.Table:
@@ -102,11 +128,12 @@ class TableReader:
         """Base files only (for MERGE_ON_READ, records not yet compacted are not seen)."""
         schema = table_schema(self.table, as_of)
         view = self.table.file_system_view(as_of, self.timeline)
+        on_read = schema_on_read(self.table, self.timeline, as_of)
         parts = []
         for s in view.latest_base_files(partitions):
             path = s.base_file_path(self.table.base_path)
             if path is not None:
-                parts.append(read_parquet(self.table.fileio, path, schema))
+                parts.append(read_parquet(self.table.fileio, path, schema, on_read=on_read))
         parts = [p for p in parts if p.num_rows]
         if not parts:
             return schema.empty_table()

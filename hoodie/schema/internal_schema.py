@@ -1,0 +1,287 @@
+"""Schema-on-read: Hudi's ``InternalSchema`` (columns with ids), its history, and reading a file
+written under one version of it with another.
+
+A table evolved with ``hoodie.schema.on.read.enable=true`` (Spark SQL ``ALTER TABLE ... RENAME /
+DROP / ALTER COLUMN``) keeps every version of its schema: ``.hoodie/.schema/<instant>.schemacommit``
+holds ``{"schemas": [...]}`` (``FileBasedInternalSchemaStorageManager``), and each write's commit
+metadata has its version under ``latest_schema`` (``SerDeHelper.LATEST_SCHEMA``). A version is a
+record (``SerDeHelper.toJson``): ``max_column_id``, ``version-id`` (the instant time that set it),
+``type: record``, ``fields`` of ``{id, name, optional, type[, doc]}``; nested records, ``array``
+(``element-id``, ``element``, ``element_optional``) and ``map`` (``key-id``, ``key``,
+``value-id``, ``value``, ``value_optional``) carry ids too.
+
+A file is read with the version in force when it was written: the one whose ``version-id`` is
+the file's instant time, else the newest before it (``InternalSchemaCache.searchSchemaAndCache``
+with ``FSUtils.getCommitTime(file)``; a log block's ``INSTANT_TIME`` header). Its columns are
+matched to the query schema by id (``InternalSchemaMerger``): a renamed column is read under its
+old name, a dropped one is not read, a column added later (a new id, even under an old column's
+name) reads as null; types then change by Hudi's promotions (:func:`avro_arrow.conform`).
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from hoodie.errors import SchemaError
+from hoodie.io.fileio import FileIO
+from hoodie.schema.avro_arrow import conform
+
+__all__ = [
+    "LATEST_SCHEMA_KEY",
+    "SCHEMA_COMMIT_SUFFIX",
+    "InternalField",
+    "InternalSchema",
+    "SchemaHistory",
+    "SchemaOnRead",
+    "parse_internal_schema",
+    "parse_schema_history",
+    "read_as",
+]
+
+LATEST_SCHEMA_KEY = "latest_schema"
+SCHEMA_COMMIT_SUFFIX = ".schemacommit"
+SCHEMA_FOLDER = ".schema"
+
+
+@dataclass(frozen=True, slots=True)
+class InternalField:
+    """A field with its id; ``children`` are a record's fields (by name), ``element`` /
+    ``value`` the record fields under an array's element or a map's value."""
+
+    id: int
+    name: str
+    children: Mapping[str, InternalField] | None = None  # record
+    element: InternalField | None = None  # array element / map value, as a pseudo-field
+
+
+@dataclass(frozen=True, slots=True)
+class InternalSchema:
+    version_id: int | None
+    max_column_id: int | None
+    fields: Mapping[str, InternalField]
+
+    def by_id(self) -> dict[int, InternalField]:
+        return {f.id: f for f in self.fields.values()}
+
+
+def _parse_type(node: Any, field_id: int, name: str, where: str) -> InternalField:
+    if isinstance(node, str):
+        return InternalField(field_id, name)
+    if not isinstance(node, Mapping):
+        raise SchemaError(f"{where}: {name}: unreadable type {node!r}")
+    kind = node.get("type")
+    if kind == "record":
+        return InternalField(field_id, name, children=_parse_fields(node.get("fields"), where))
+    if kind == "array":
+        element = _parse_type(node.get("element"), int(node["element-id"]), "element", where)
+        return InternalField(field_id, name, element=element)
+    if kind == "map":
+        value = _parse_type(node.get("value"), int(node["value-id"]), "value", where)
+        return InternalField(field_id, name, element=value)
+    raise SchemaError(f"{where}: {name}: unknown type {kind!r}")
+
+
+def _parse_fields(fields: Any, where: str) -> dict[str, InternalField]:
+    if not isinstance(fields, list):
+        raise SchemaError(f"{where}: a record without a fields list")
+    out: dict[str, InternalField] = {}
+    for f in fields:
+        try:
+            out[f["name"]] = _parse_type(f["type"], int(f["id"]), f["name"], where)
+        except (KeyError, TypeError, ValueError) as e:
+            raise SchemaError(f"{where}: unreadable field {json.dumps(f)[:200]}: {e}") from e
+    return out
+
+
+def parse_internal_schema(node: Mapping[str, Any] | str, where: str) -> InternalSchema:
+    """One version (``SerDeHelper.fromJson``), from JSON text or parsed JSON."""
+    if isinstance(node, str):
+        try:
+            node = json.loads(node)
+        except ValueError as e:
+            raise SchemaError(f"{where}: internal schema is not JSON: {e}") from e
+    if not isinstance(node, Mapping) or node.get("type") != "record":
+        raise SchemaError(f"{where}: an internal schema is a record, got {str(node)[:200]!r}")
+    version = node.get("version-id")
+    max_id = node.get("max_column_id")
+    return InternalSchema(
+        None if version is None else int(version),
+        None if max_id is None else int(max_id),
+        _parse_fields(node.get("fields"), where),
+    )
+
+
+def parse_schema_history(text: str | bytes, where: str) -> dict[int, InternalSchema]:
+    """Every version of ``{"schemas": [...]}`` (``SerDeHelper.parseSchemas``) by version id."""
+    try:
+        node = json.loads(text)
+    except ValueError as e:
+        raise SchemaError(f"{where}: schema history is not JSON: {e}") from e
+    if not isinstance(node, Mapping) or not isinstance(node.get("schemas"), list):
+        raise SchemaError(f"{where}: schema history has no 'schemas' list")
+    out: dict[int, InternalSchema] = {}
+    for entry in node["schemas"]:
+        schema = parse_internal_schema(entry, where)
+        if schema.version_id is None:
+            raise SchemaError(f"{where}: a schema of the history has no version-id")
+        out[schema.version_id] = schema
+    return out
+
+
+class SchemaHistory:
+    """Every version of a table's internal schema, searched by instant time."""
+
+    def __init__(self, versions: Mapping[int, InternalSchema], source: str) -> None:
+        self.versions = dict(versions)
+        self.source = source
+        self._ids = sorted(self.versions)
+
+    @classmethod
+    def load(
+        cls,
+        fileio: FileIO,
+        meta_path: str,
+        completed: Iterable[str],
+        latest_schemas: Callable[[], Mapping[str, str]],
+    ) -> SchemaHistory | None:
+        """The history of a table: the newest ``.hoodie/.schema/<instant>.schemacommit`` of a
+        completed instant (``FileBasedInternalSchemaStorageManager.getHistorySchemaStr`` keeps
+        only those), plus the ``latest_schema`` of each commit (instant -> JSON); None when the
+        table has neither (it does not use schema-on-read)."""
+        versions: dict[int, InternalSchema] = {}
+        source = ""
+        folder = posixpath.join(meta_path, SCHEMA_FOLDER)
+        done = set(completed)
+        if fileio.exists(folder):
+            names = [
+                i.path.rsplit("/", 1)[-1]
+                for i in fileio.list_dir(folder)
+                if i.path.endswith(SCHEMA_COMMIT_SUFFIX)
+            ]
+            valid = sorted(n for n in names if n.removesuffix(SCHEMA_COMMIT_SUFFIX) in done)
+            if valid:
+                source = posixpath.join(folder, valid[-1])
+                versions.update(parse_schema_history(fileio.read_bytes(source), source))
+        for instant, text in (latest_schemas() if not versions else {}).items():
+            schema = parse_internal_schema(text, f"commit {instant} {LATEST_SCHEMA_KEY}")
+            if schema.version_id is not None:
+                versions.setdefault(schema.version_id, schema)
+            source = source or f"commit {instant} {LATEST_SCHEMA_KEY}"
+        if not versions:
+            return None
+        return cls(versions, source)
+
+    def at(self, instant_time: str) -> InternalSchema:
+        """The version in force at ``instant_time``: that instant's, else the newest before it
+        (``InternalSchemaUtils.searchSchema``)."""
+        try:
+            wanted = int(instant_time)
+        except ValueError as e:
+            raise SchemaError(f"{self.source}: instant time {instant_time!r} is not a number") from e
+        idx = int(np.searchsorted(self._ids, wanted, side="right")) - 1
+        if idx < 0:
+            raise SchemaError(
+                f"{self.source}: no schema version at or before instant {instant_time} "
+                f"(versions {self._ids[:5]}{'...' if len(self._ids) > 5 else ''})"
+            )
+        return self.versions[self._ids[idx]]
+
+    def latest(self) -> InternalSchema:
+        return self.versions[self._ids[-1]]
+
+
+def file_columns(file_schema: InternalSchema, query: InternalSchema, names: Iterable[str]) -> list[str]:
+    """The top-level columns to read from a file for the query columns ``names``."""
+    by_id = file_schema.by_id()
+    out = []
+    for name in names:
+        q = query.fields.get(name)
+        if q is None:
+            out.append(name)  # meta fields and others the versions do not list: by name
+        elif q.id in by_id:
+            out.append(by_id[q.id].name)
+    return out
+
+
+def _remap(
+    arr: pa.Array, file_field: InternalField, query_field: InternalField, target: pa.DataType
+) -> pa.Array:
+    t = pa.types
+    if query_field.children is not None and t.is_struct(target) and t.is_struct(arr.type):
+        by_id = {f.id: f for f in (file_field.children or {}).values()}
+        present = {arr.type.field(i).name: i for i in range(arr.type.num_fields)}
+        children, fields = [], []
+        for tf in target:
+            q = query_field.children.get(tf.name)
+            f = by_id.get(q.id) if q is not None else None
+            if q is not None and f is not None and f.name in present:
+                children.append(_remap(arr.field(present[f.name]), f, q, tf.type))
+                fields.append(pa.field(tf.name, children[-1].type, nullable=True))
+            # a field without a file column is left out here: conform fills it with nulls
+        mask = pa.array(~np.asarray(arr.is_valid())) if arr.null_count else None
+        if not children:
+            return pa.array([{} if v else None for v in np.asarray(arr.is_valid()).tolist()], pa.struct([]))
+        return pa.StructArray.from_arrays(children, fields=fields, mask=mask)
+    if query_field.element is not None and file_field.element is not None:
+        if t.is_list(target) and (t.is_list(arr.type) or t.is_large_list(arr.type)):
+            values = _remap(arr.values, file_field.element, query_field.element, target.value_type)
+            mask = pa.array(~np.asarray(arr.is_valid())) if arr.null_count else None
+            return pa.ListArray.from_arrays(arr.offsets.cast(pa.int32()), values, mask=mask)
+        if t.is_map(target) and t.is_map(arr.type):
+            items = _remap(arr.items, file_field.element, query_field.element, target.item_type)
+            mask = pa.array(~np.asarray(arr.is_valid())) if arr.null_count else None
+            item_type = pa.map_(arr.type.key_type, items.type)
+            return pa.MapArray.from_arrays(arr.offsets, arr.keys, items, type=item_type, mask=mask)
+    return arr
+
+
+def read_as(
+    data: pa.Table, file_schema: InternalSchema, query: InternalSchema, schema: pa.Schema, where: str
+) -> pa.Table:
+    """``data`` (columns named as ``file_schema`` names them) as rows of ``schema`` (named as
+    ``query``): matched by id, renamed, dropped columns left out, added ones null, types promoted."""
+    by_id = file_schema.by_id()
+    arrays: list[pa.Array | pa.ChunkedArray] = []
+    for tf in schema:
+        q = query.fields.get(tf.name)
+        f: InternalField | None = None
+        name: str | None
+        if q is None:
+            name = tf.name if tf.name in data.column_names else None
+        else:
+            f = by_id.get(q.id)
+            name = f.name if f is not None and f.name in data.column_names else None
+        if name is None:
+            if not tf.nullable:
+                raise SchemaError(f"{where}: {tf.name}: not nullable, and the file has no such column")
+            arrays.append(pa.nulls(data.num_rows, tf.type))
+            continue
+        column = data.column(name)
+        chunks = []
+        label = f"{where}: {tf.name}" if name == tf.name else f"{where}: {tf.name} (written as {name})"
+        for chunk in column.chunks:
+            remapped = _remap(chunk, f, q, tf.type) if f is not None and q is not None else chunk
+            chunks.append(conform(remapped, tf.type, label))
+        arrays.append(pa.chunked_array(chunks, tf.type))
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaOnRead:
+    """How to read each file of a schema-on-read table: its own version, matched to ``query``."""
+
+    history: SchemaHistory
+    query: InternalSchema
+
+    def columns(self, instant_time: str, names: Iterable[str]) -> list[str]:
+        return file_columns(self.history.at(instant_time), self.query, names)
+
+    def read(self, data: pa.Table, instant_time: str, schema: pa.Schema, where: str) -> pa.Table:
+        return read_as(data, self.history.at(instant_time), self.query, schema, where)

@@ -1,0 +1,291 @@
+"""Schema-on-read tables (``hoodie.schema.on.read.enable=true``): a rename, a drop, a type change
+and a column re-added under a dropped column's name, resolved by column id with each file read
+with its own commit's schema version, as Hudi's ``InternalSchemaMerger`` does; compaction and
+clustering rewrite the files in the latest version and keep the reads.
+
+The table is laid out as Hudi's writers leave it: every write's commit metadata carries its
+version under ``latest_schema`` and a ``.hoodie/.schema/<instant>.schemacommit`` history
+(``BaseHoodieWriteClient.saveInternalSchema``), and the ``ALTER TABLE`` is a completed instant with
+no write stats whose ``latest_schema`` is the new version, its ``version-id`` that instant's time
+(``BaseHoodieWriteClient.commitTableChange``). hudi-rs does not resolve columns by id (it reads by
+name), so the reads here are checked against a model of Hudi's semantics only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from hoodie.config.table_config import TableType, TableVersion
+from hoodie.errors import SchemaError
+from hoodie.models.commit import CommitMetadata
+from hoodie.read.reader import TableReader
+from hoodie.schema.avro_arrow import arrow_to_avro_schema
+from hoodie.services.base import LocalRunner, ServiceContext
+from hoodie.services.clustering import ClusteringPolicy, execute_clustering, schedule_clustering
+from hoodie.services.compaction import CompactionPolicy, execute_compaction, schedule_compaction
+from hoodie.services.logcompaction import (
+    LogCompactionPolicy,
+    execute_log_compaction,
+    schedule_log_compaction,
+)
+from hoodie.table import HoodieTable
+from hoodie.timeline.instant import Action, Instant, State
+from hoodie.write.create import create_table
+from hoodie.write.options import LogBlockFormat, WriteOptions
+from hoodie.write.writer import HoodieWriter
+
+META = [
+    "_hoodie_commit_time",
+    "_hoodie_commit_seqno",
+    "_hoodie_record_key",
+    "_hoodie_partition_path",
+    "_hoodie_file_name",
+]
+V1 = pa.schema(
+    [
+        ("id", pa.string()),
+        ("ts", pa.int64()),
+        ("p", pa.string()),
+        ("a", pa.int32()),
+        ("b", pa.string()),
+        ("c", pa.float64()),
+        ("n", pa.struct([("x", pa.int32()), ("z", pa.string())])),
+    ]
+)
+# ALTER TABLE: RENAME a TO a2, DROP b, ALTER c TYPE string, RENAME n.x TO n.x2, DROP n.z,
+# ADD b string (a new column: a new id under the dropped one's name), ALTER a2 TYPE bigint
+V2 = pa.schema(
+    [
+        ("id", pa.string()),
+        ("ts", pa.int64()),
+        ("p", pa.string()),
+        ("a2", pa.int64()),
+        ("c", pa.string()),
+        ("n", pa.struct([("x2", pa.int32())])),
+        ("b", pa.string()),
+    ]
+)
+
+
+def _field(fid: int, name: str, typ: Any) -> dict[str, Any]:
+    return {"id": fid, "name": name, "optional": True, "type": typ}
+
+
+def _internal(version: str, v2: bool) -> dict[str, Any]:
+    """The InternalSchema JSON (SerDeHelper.toJson) of V1 or V2, meta fields included."""
+    fields = [_field(i, name, "string") for i, name in enumerate(META)]
+    fields += [_field(5, "id", "string"), _field(6, "ts", "long"), _field(7, "p", "string")]
+    if not v2:
+        nested = {"type": "record", "fields": [_field(12, "x", "int"), _field(13, "z", "string")]}
+        fields += [
+            _field(8, "a", "int"),
+            _field(9, "b", "string"),
+            _field(10, "c", "double"),
+            _field(11, "n", nested),
+        ]
+        max_id = 13
+    else:
+        nested = {"type": "record", "fields": [_field(12, "x2", "int")]}
+        fields += [
+            _field(8, "a2", "long"),
+            _field(10, "c", "string"),
+            _field(11, "n", nested),
+            _field(14, "b", "string"),
+        ]
+        max_id = 14
+    return {"max_column_id": max_id, "version-id": int(version), "type": "record", "fields": fields}
+
+
+def _avro(schema: pa.Schema) -> dict[str, Any]:
+    return arrow_to_avro_schema(schema, "t_record", "hoodie.t")
+
+
+def _record_schema_on_read(
+    path: Path, instant: str, version: dict[str, Any], history: list[dict[str, Any]]
+) -> None:
+    """What saveInternalSchema adds to a write: ``latest_schema`` and the history file."""
+    table = HoodieTable.open(str(path))
+    timeline = table.reload()
+    done = timeline.get(instant)
+    assert done is not None and done.state is State.COMPLETED
+    file = Path(timeline.path_of(done.file_name(table.paths.layout)))
+    meta = CommitMetadata.from_bytes(file.read_bytes(), table.table_version, str(file))
+    extra = {**(meta.extra_metadata or {}), "latest_schema": json.dumps(version, separators=(",", ":"))}
+    file.write_bytes(dataclasses.replace(meta, extra_metadata=extra).to_bytes(table.table_version))
+    folder = path / ".hoodie" / ".schema"
+    folder.mkdir(exist_ok=True)
+    (folder / f"{instant}.schemacommit").write_text(json.dumps({"schemas": history}, separators=(",", ":")))
+
+
+def _alter(path: Path, instant_time: str, completion: str, history: list[dict[str, Any]]) -> None:
+    """The ALTER TABLE instant (commitTableChange): no write stats, the new schema."""
+    table = HoodieTable.open(str(path))
+    timeline = table.reload()
+    version = _internal(instant_time, v2=True)
+    meta = CommitMetadata(
+        partition_to_write_stats={},
+        extra_metadata={
+            "schema": json.dumps(_avro(V2), separators=(",", ":")),
+            "latest_schema": json.dumps(version, separators=(",", ":")),
+        },
+        operation_type="ALTER_SCHEMA",
+    )
+    instant = timeline.create_requested(Instant(instant_time, Action.DELTA_COMMIT, State.REQUESTED))
+    instant = timeline.transition_to_inflight(instant)
+    timeline.complete(instant, meta.to_bytes(table.table_version), completion)
+    folder = path / ".hoodie" / ".schema"
+    (folder / f"{instant_time}.schemacommit").write_text(
+        json.dumps({"schemas": [version, *history]}, separators=(",", ":"))
+    )
+
+
+def _v1_row(k: int) -> dict[str, Any]:
+    return {
+        "id": f"k{k}",
+        "ts": 1,
+        "p": f"p{k % 2}",
+        "a": 1000 + k,
+        "b": f"old-b{k}",
+        "c": [0.1, 1e10, 100.0, 2.5e-7][k % 4],
+        "n": {"x": k, "z": f"z{k}"},
+    }
+
+
+def _as_v2(row: dict[str, Any]) -> dict[str, Any]:
+    """The model of Hudi's read of a V1 row under V2: by id."""
+    texts = {0.1: "0.1", 1e10: "1.0E10", 100.0: "100.0", 2.5e-7: "2.5E-7"}
+    return {
+        "id": row["id"],
+        "ts": row["ts"],
+        "p": row["p"],
+        "a2": row["a"],
+        "c": texts[row["c"]],
+        "n": {"x2": row["n"]["x"]},
+        "b": None,  # the re-added b is a new column: the old b's values are not it
+    }
+
+
+def _v2_row(k: int, ts: int) -> dict[str, Any]:
+    return {
+        "id": f"k{k}",
+        "ts": ts,
+        "p": f"p{k % 2}",
+        "a2": 2**40 + k,
+        "c": f"c{k}",
+        "n": {"x2": -k},
+        "b": f"new-b{k}",
+    }
+
+
+def _table(path: Path, block: LogBlockFormat) -> dict[str, dict[str, Any]]:
+    table = create_table(
+        str(path),
+        table_name="t",
+        table_type=TableType.MERGE_ON_READ,
+        schema=V1,
+        record_key_fields=["id"],
+        partition_fields=["p"],
+        ordering_fields=["ts"],
+        table_version=TableVersion.EIGHT,
+        metadata_table=False,
+    )
+    options = WriteOptions(log_block_format=block)
+    c1 = HoodieWriter(table, options=options).insert(
+        pa.Table.from_pylist([_v1_row(k) for k in range(8)], schema=V1)
+    )
+    v1 = _internal(c1.instant.requested_time, v2=False)
+    _record_schema_on_read(path, c1.instant.requested_time, v1, [v1])
+    # a V1 update lands in a log block before the ALTER
+    old_update = {**_v1_row(3), "ts": 2, "a": -3, "c": 100.0}
+    c2 = HoodieWriter(HoodieTable.open(str(path)), options=options).upsert(
+        pa.Table.from_pylist([old_update], schema=V1)
+    )
+    _record_schema_on_read(path, c2.instant.requested_time, v1, [v1])
+    alter = str(int(c2.instant.requested_time) + 1)
+    _alter(path, alter, str(int(c2.instant.requested_time) + 2), [v1])
+    v2 = _internal(alter, v2=True)
+    updates = [_v2_row(k, 3) for k in (1, 4, 6)]
+    c3 = HoodieWriter(HoodieTable.open(str(path)), options=options).upsert(
+        pa.Table.from_pylist(updates, schema=V2)
+    )
+    _record_schema_on_read(path, c3.instant.requested_time, v2, [v2, v1])
+    model = {f"k{k}": _as_v2(_v1_row(k)) for k in range(8)}
+    model["k3"] = _as_v2(old_update)
+    model.update({r["id"]: r for r in updates})
+    return model
+
+
+def _read(path: Path, *, read_optimized: bool = False) -> dict[str, dict[str, Any]]:
+    reader = TableReader(HoodieTable.open(str(path)))
+    data = reader.read_optimized() if read_optimized else reader.snapshot()
+    assert data.schema.names[5:] == V2.names
+    return {r["id"]: {n: r[n] for n in V2.names} for r in data.to_pylist()}
+
+
+def _base_schemas(path: Path) -> list[pa.Schema]:
+    table = HoodieTable.open(str(path))
+    out = []
+    for s in table.file_system_view().latest_file_slices():
+        base = s.base_file_path(table.base_path)
+        assert base is not None
+        out.append(pq.read_schema(base))
+    return out
+
+
+@pytest.mark.parametrize("block", [LogBlockFormat.AVRO, LogBlockFormat.PARQUET])
+def test_rename_drop_retype_and_readd_read_by_column_id(tmp_path: Path, block: LogBlockFormat) -> None:
+    path = tmp_path / "t"
+    model = _table(path, block)
+    assert _read(path) == model
+    # the read-optimized view: base files of V1 read under V2 by id
+    assert _read(path, read_optimized=True) == {k: _as_v2(_v1_row(int(k[1:]))) for k in model}
+
+    ctx = ServiceContext(HoodieTable.open(str(path)))
+    scheduled = schedule_compaction(ctx, CompactionPolicy())
+    assert scheduled is not None and scheduled.instant_time is not None
+    execute_compaction(ctx, scheduled.instant_time, LocalRunner())
+    assert _read(path) == model
+    assert _read(path, read_optimized=True) == model
+    for schema in _base_schemas(path):
+        assert schema.names[5:] == V2.names and schema.field("c").type == pa.string()
+
+    ctx = ServiceContext(HoodieTable.open(str(path)))
+    planned = schedule_clustering(ctx, ClusteringPolicy.from_options(ctx.options))
+    assert planned is not None and planned.instant_time is not None
+    execute_clustering(ctx, planned.instant_time, LocalRunner())
+    assert _read(path) == model
+
+
+def test_clustering_and_log_compaction_of_uncompacted_slices(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    model = _table(path, LogBlockFormat.AVRO)
+    ctx = ServiceContext(HoodieTable.open(str(path)))
+    scheduled = schedule_log_compaction(ctx, LogCompactionPolicy())
+    assert scheduled is not None and scheduled.instant_time is not None
+    execute_log_compaction(ctx, scheduled.instant_time, LocalRunner())
+    assert _read(path) == model
+    ctx = ServiceContext(HoodieTable.open(str(path)))
+    planned = schedule_clustering(ctx, ClusteringPolicy.from_options(ctx.options))
+    assert planned is not None and planned.instant_time is not None
+    execute_clustering(ctx, planned.instant_time, LocalRunner())
+    assert _read(path) == model
+    for schema in _base_schemas(path):
+        assert schema.names[5:] == V2.names
+
+
+def test_a_file_older_than_every_version_is_refused_naming_the_history(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    _table(path, LogBlockFormat.AVRO)
+    history = sorted((path / ".hoodie" / ".schema").iterdir())
+    for f in history:  # keep only V2 in every history file
+        node = json.loads(f.read_text())
+        f.write_text(json.dumps({"schemas": node["schemas"][:1] if len(node["schemas"]) > 1 else []}))
+    with pytest.raises(SchemaError, match="no schema version at or before instant"):
+        TableReader(HoodieTable.open(str(path))).snapshot()
