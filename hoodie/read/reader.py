@@ -20,7 +20,12 @@ from hoodie.merge.config import resolve_merge_config
 from hoodie.read.log_scanner import InstantRange, ScanStats
 from hoodie.read.slice_reader import SliceReadOptions, read_parquet, read_slice
 from hoodie.schema.avro_arrow import add_meta_fields, avro_to_arrow_schema
-from hoodie.schema.internal_schema import LATEST_SCHEMA_KEY, SchemaHistory, SchemaOnRead
+from hoodie.schema.internal_schema import (
+    LATEST_SCHEMA_KEY,
+    SchemaHistory,
+    SchemaOnRead,
+    parse_internal_schema,
+)
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant_time import normalize
 from hoodie.timeline.timeline import ActiveTimeline
@@ -48,27 +53,43 @@ def table_schema(table: HoodieTable, as_of: str | None = None) -> pa.Schema:
     return avro_to_arrow_schema(avro)
 
 
+#: Operations whose commits cannot change the schema (``WriteOperationType.canUpdateSchema``).
+_KEEP_SCHEMA = frozenset({"CLUSTER", "COMPACT", "INDEX", "LOG_COMPACT"})
+
+
 def schema_on_read(
     table: HoodieTable, timeline: ActiveTimeline | None = None, as_of: str | None = None
 ) -> SchemaOnRead | None:
-    """How to read the files of a schema-on-read table (each with its own schema version,
-    matched by column id to the version as of ``as_of`` or the latest); None for other tables."""
-    tl = (timeline or table.timeline).completed().writes()
+    """How to read the files of a schema-on-read table: each with its own schema version,
+    matched by column id to the query version, which is the ``latest_schema`` of the last
+    completed write (as of ``as_of``) that can change the schema
+    (``TableSchemaResolver.getTableInternalSchemaFromCommitMetadata``). None when that write
+    carries none: Hudi then reads by name, and so does hts."""
+    writes = (timeline or table.timeline).completed().writes()
+    if as_of is not None:
+        writes = writes.before(as_of, inclusive=True)
+    query_text = None
+    for instant in reversed(writes.instants):
+        meta = table.commit_metadata(instant, timeline)
+        if (meta.operation_type or "").upper() not in _KEEP_SCHEMA:
+            query_text = (meta.extra_metadata or {}).get(LATEST_SCHEMA_KEY)
+            break
+    if not query_text:
+        return None
 
     def latest_schemas() -> dict[str, str]:
         out = {}
-        for instant in tl:
+        for instant in writes:
             text = (table.commit_metadata(instant, timeline).extra_metadata or {}).get(LATEST_SCHEMA_KEY)
             if text:
                 out[instant.requested_time] = text
         return out
 
     history = SchemaHistory.load(
-        table.fileio, table.paths.meta, [i.requested_time for i in tl], latest_schemas
+        table.fileio, table.paths.meta, [i.requested_time for i in writes], latest_schemas
     )
-    if history is None:
-        return None
-    return SchemaOnRead(history, history.at(as_of) if as_of else history.latest())
+    assert history is not None  # the query version itself is one
+    return SchemaOnRead(history, parse_internal_schema(query_text, f"{table.base_path}: {LATEST_SCHEMA_KEY}"))
 
 
 class TableReader:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import posixpath
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -31,6 +31,7 @@ import pyarrow as pa
 
 from hoodie.errors import SchemaError
 from hoodie.io.fileio import FileIO
+from hoodie.models.commit import CommitMetadata
 from hoodie.schema.avro_arrow import conform
 
 __all__ = [
@@ -66,6 +67,11 @@ class InternalSchema:
     version_id: int | None
     max_column_id: int | None
     fields: Mapping[str, InternalField]
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def to_json(self) -> str:
+        """``SerDeHelper.toJson``'s text (Jackson's compact form, keys in written order)."""
+        return json.dumps(self.raw, separators=(",", ":"), ensure_ascii=False)
 
     def by_id(self) -> dict[int, InternalField]:
         return {f.id: f for f in self.fields.values()}
@@ -115,6 +121,7 @@ def parse_internal_schema(node: Mapping[str, Any] | str, where: str) -> Internal
         None if version is None else int(version),
         None if max_id is None else int(max_id),
         _parse_fields(node.get("fields"), where),
+        node,
     )
 
 
@@ -138,9 +145,12 @@ def parse_schema_history(text: str | bytes, where: str) -> dict[int, InternalSch
 class SchemaHistory:
     """Every version of a table's internal schema, searched by instant time."""
 
-    def __init__(self, versions: Mapping[int, InternalSchema], source: str) -> None:
+    def __init__(
+        self, versions: Mapping[int, InternalSchema], source: str, text: bytes | None = None
+    ) -> None:
         self.versions = dict(versions)
         self.source = source
+        self.text = text  # the newest history file's bytes, None when only commits carry versions
         self._ids = sorted(self.versions)
 
     @classmethod
@@ -157,6 +167,7 @@ class SchemaHistory:
         table has neither (it does not use schema-on-read)."""
         versions: dict[int, InternalSchema] = {}
         source = ""
+        text: bytes | None = None
         folder = posixpath.join(meta_path, SCHEMA_FOLDER)
         done = set(completed)
         if fileio.exists(folder):
@@ -168,15 +179,16 @@ class SchemaHistory:
             valid = sorted(n for n in names if n.removesuffix(SCHEMA_COMMIT_SUFFIX) in done)
             if valid:
                 source = posixpath.join(folder, valid[-1])
-                versions.update(parse_schema_history(fileio.read_bytes(source), source))
-        for instant, text in (latest_schemas() if not versions else {}).items():
-            schema = parse_internal_schema(text, f"commit {instant} {LATEST_SCHEMA_KEY}")
+                text = fileio.read_bytes(source)
+                versions.update(parse_schema_history(text, source))
+        for instant, version in (latest_schemas() if not versions else {}).items():
+            schema = parse_internal_schema(version, f"commit {instant} {LATEST_SCHEMA_KEY}")
             if schema.version_id is not None:
                 versions.setdefault(schema.version_id, schema)
             source = source or f"commit {instant} {LATEST_SCHEMA_KEY}"
         if not versions:
             return None
-        return cls(versions, source)
+        return cls(versions, source, text)
 
     def at(self, instant_time: str) -> InternalSchema:
         """The version in force at ``instant_time``: that instant's, else the newest before it
@@ -285,3 +297,33 @@ class SchemaOnRead:
 
     def read(self, data: pa.Table, instant_time: str, schema: pa.Schema, where: str) -> pa.Table:
         return read_as(data, self.history.at(instant_time), self.query, schema, where)
+
+    def check_writable(self, base_path: str) -> None:
+        """A write records the version in force and re-persists the history (below); without a
+        history file Hudi's writer would mint a new version from the Avro schema instead, which
+        hts does not do: refused before anything is written."""
+        if self.history.text is None:
+            raise SchemaError(
+                f"{base_path}: schema-on-read table without a "
+                f".hoodie/{SCHEMA_FOLDER}/*{SCHEMA_COMMIT_SUFFIX} history (versions only in "
+                f"commit {LATEST_SCHEMA_KEY}, {self.history.source}): hts does not write to it"
+            )
+
+    def record_write(
+        self, fileio: FileIO, meta_path: str, instant_time: str, metadata: CommitMetadata
+    ) -> CommitMetadata:
+        """What Hudi's writer with ``hoodie.schema.on.read.enable`` adds to a write that keeps the
+        schema (``BaseHoodieWriteClient.saveInternalSchema``): the version in force as
+        ``latest_schema``, and the unchanged history persisted as ``<instant>.schemacommit``
+        (``FileBasedInternalSchemaStorageManager.persistHistorySchemaStr``), before completion."""
+        self.check_writable(meta_path)
+        assert self.history.text is not None
+        fileio.write_bytes(
+            posixpath.join(meta_path, SCHEMA_FOLDER, f"{instant_time}{SCHEMA_COMMIT_SUFFIX}"),
+            self.history.text,
+        )
+        extra = {
+            **(metadata.extra_metadata or {}),
+            LATEST_SCHEMA_KEY: self.history.at(instant_time).to_json(),
+        }
+        return replace(metadata, extra_metadata=extra)

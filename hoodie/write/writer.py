@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hoodie.config.table_config import TableType
-from hoodie.errors import HoodieError, WriteConflictError
+from hoodie.errors import HoodieError, SchemaError, WriteConflictError
 from hoodie.file_group.base_file import new_file_id
 from hoodie.file_group.base_file_writer import write_partition_metadata
 from hoodie.file_group.file_slice import FileGroupId, FileSlice
@@ -41,7 +41,7 @@ from hoodie.metadata.sync import (
 from hoodie.metadata.table import MetadataTable
 from hoodie.models.clustering import RequestedReplaceMetadata
 from hoodie.models.commit import CommitMetadata, ReplaceCommitMetadata, WriteStat
-from hoodie.read.reader import TableReader
+from hoodie.read.reader import TableReader, schema_on_read
 from hoodie.schema.avro_arrow import add_meta_fields, avro_to_arrow_schema
 from hoodie.schema.evolution import check_evolution
 from hoodie.table import HoodieTable
@@ -156,6 +156,11 @@ class HoodieWriter:
         schema_json = table.latest_schema_json()
         if schema_json is None:
             raise HoodieError(f"{table.base_path}: the table has no schema; create it with a schema first")
+        on_read = schema_on_read(table, timeline)
+        if on_read is not None:
+            on_read.check_writable(table.base_path)
+            if self.schema is not None:
+                raise SchemaError(f"{table.base_path}: a schema-on-read table evolves by ALTER TABLE only")
         if self.schema is not None:
             check_evolution(schema_json, self.schema, table.base_path)
             schema_json = dict(self.schema)
@@ -199,6 +204,7 @@ class HoodieWriter:
             options=self.options,
             markers=markers,
             merge=merge,
+            on_read=on_read,
         )
         requested_payload = (
             RequestedReplaceMetadata.empty().to_bytes(table.table_version)
@@ -215,6 +221,8 @@ class HoodieWriter:
             )
             stats = self._execute(ctx, buckets, prepared, view, spec)
             metadata = self._metadata(stats, schema_json, operation, replaced)
+            if on_read is not None:
+                metadata = on_read.record_write(table.fileio, table.paths.meta, instant_time, metadata)
             done = self._complete(
                 timeline,
                 inflight,

@@ -184,11 +184,15 @@ def _v2_row(k: int, ts: int) -> dict[str, Any]:
     }
 
 
-def _table(path: Path, block: LogBlockFormat) -> dict[str, dict[str, Any]]:
+def _table(
+    path: Path, block: LogBlockFormat = LogBlockFormat.AVRO, table_type: TableType = TableType.MERGE_ON_READ
+) -> dict[str, dict[str, Any]]:
+    """C1 (a Hudi write that turned schema-on-read on), C2 (hts, V1), the ALTER TABLE, C3 (hts, V2);
+    hts's writes record the version in force themselves, as Hudi's writer does."""
     table = create_table(
         str(path),
         table_name="t",
-        table_type=TableType.MERGE_ON_READ,
+        table_type=table_type,
         schema=V1,
         record_key_fields=["id"],
         partition_fields=["p"],
@@ -197,25 +201,30 @@ def _table(path: Path, block: LogBlockFormat) -> dict[str, dict[str, Any]]:
         metadata_table=False,
     )
     options = WriteOptions(log_block_format=block)
-    c1 = HoodieWriter(table, options=options).insert(
-        pa.Table.from_pylist([_v1_row(k) for k in range(8)], schema=V1)
-    )
-    v1 = _internal(c1.instant.requested_time, v2=False)
-    _record_schema_on_read(path, c1.instant.requested_time, v1, [v1])
-    # a V1 update lands in a log block before the ALTER
+    rows = pa.Table.from_pylist([_v1_row(k) for k in range(8)], schema=V1)
+    c1 = HoodieWriter(table, options=options).insert(rows).instant.requested_time
+    v1 = _internal(c1, v2=False)
+    _record_schema_on_read(path, c1, v1, [v1])
+    # a V1 update (a log block on MERGE_ON_READ) before the ALTER
     old_update = {**_v1_row(3), "ts": 2, "a": -3, "c": 100.0}
-    c2 = HoodieWriter(HoodieTable.open(str(path)), options=options).upsert(
-        pa.Table.from_pylist([old_update], schema=V1)
-    )
-    _record_schema_on_read(path, c2.instant.requested_time, v1, [v1])
-    alter = str(int(c2.instant.requested_time) + 1)
-    _alter(path, alter, str(int(c2.instant.requested_time) + 2), [v1])
-    v2 = _internal(alter, v2=True)
+    writer = HoodieWriter(HoodieTable.open(str(path)), options=options)
+    c2 = writer.upsert(pa.Table.from_pylist([old_update], schema=V1)).instant.requested_time
+    alter = str(int(c2) + 1)
+    _alter(path, alter, str(int(c2) + 2), [v1])
     updates = [_v2_row(k, 3) for k in (1, 4, 6)]
-    c3 = HoodieWriter(HoodieTable.open(str(path)), options=options).upsert(
-        pa.Table.from_pylist(updates, schema=V2)
-    )
-    _record_schema_on_read(path, c3.instant.requested_time, v2, [v2, v1])
+    writer = HoodieWriter(HoodieTable.open(str(path)), options=options)
+    c3 = writer.upsert(pa.Table.from_pylist(updates, schema=V2)).instant.requested_time
+    # hts's writes carry the version in force and re-persist the history, as saveInternalSchema
+    table = HoodieTable.open(str(path))
+    schemas = path / ".hoodie" / ".schema"
+    for instant, version, history_of in ((c2, v1, c1), (c3, _internal(alter, v2=True), alter)):
+        done = table.timeline.get(instant)
+        assert done is not None
+        latest = json.loads((table.commit_metadata(done).extra_metadata or {})["latest_schema"])
+        assert latest == version
+        assert (schemas / f"{instant}.schemacommit").read_bytes() == (
+            schemas / f"{history_of}.schemacommit"
+        ).read_bytes()
     model = {f"k{k}": _as_v2(_v1_row(k)) for k in range(8)}
     model["k3"] = _as_v2(old_update)
     model.update({r["id"]: r for r in updates})
@@ -278,6 +287,40 @@ def test_clustering_and_log_compaction_of_uncompacted_slices(tmp_path: Path) -> 
     assert _read(path) == model
     for schema in _base_schemas(path):
         assert schema.names[5:] == V2.names
+
+
+def test_copy_on_write_merges_old_base_files_by_column_id(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    model = _table(path, table_type=TableType.COPY_ON_WRITE)
+    assert _read(path) == model
+    for schema in _base_schemas(path):
+        if "a2" in schema.names:  # rewritten by C3's merge: V2 with the old rows' values by id
+            assert schema.names[5:] == V2.names
+    ctx = ServiceContext(HoodieTable.open(str(path)))
+    planned = schedule_clustering(ctx, ClusteringPolicy.from_options(ctx.options))
+    assert planned is not None and planned.instant_time is not None
+    execute_clustering(ctx, planned.instant_time, LocalRunner())
+    assert _read(path) == model
+
+
+def test_a_write_without_a_history_file_or_evolving_the_schema_is_refused_before_writing(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "t"
+    _table(path)
+    writer = HoodieWriter(HoodieTable.open(str(path)), schema=_avro(V2))
+    before = sorted(str(p) for p in path.rglob("*"))
+    with pytest.raises(SchemaError, match="evolves by ALTER TABLE only"):
+        writer.upsert(pa.Table.from_pylist([_v2_row(1, 9)], schema=V2))
+    assert sorted(str(p) for p in path.rglob("*")) == before
+    for f in (path / ".hoodie" / ".schema").iterdir():
+        f.unlink()
+    before = sorted(str(p) for p in path.rglob("*"))
+    with pytest.raises(SchemaError, match=r"without a \.hoodie/\.schema/\*\.schemacommit history"):
+        HoodieWriter(HoodieTable.open(str(path))).upsert(pa.Table.from_pylist([_v2_row(1, 9)], schema=V2))
+    assert sorted(str(p) for p in path.rglob("*")) == before
+    # reads still resolve by id, from the versions in the commits' latest_schema
+    assert _read(path)["k1"] == _v2_row(1, 3)
 
 
 def test_a_file_older_than_every_version_is_refused_naming_the_history(tmp_path: Path) -> None:
