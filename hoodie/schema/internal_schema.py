@@ -44,6 +44,7 @@ __all__ = [
     "parse_internal_schema",
     "parse_schema_history",
     "read_as",
+    "schema_commit_instant",
 ]
 
 LATEST_SCHEMA_KEY = "latest_schema"
@@ -142,6 +143,15 @@ def parse_schema_history(text: str | bytes, where: str) -> dict[int, InternalSch
     return out
 
 
+def schema_commit_instant(name: str) -> str | None:
+    """The instant time of a completed ``schemacommit`` file of ``.hoodie/.schema``:
+    ``<instant>.schemacommit`` (timeline layout 1) or ``<instant>_<completion>.schemacommit``
+    (layout 2); None for its requested / inflight files and anything else."""
+    if not name.endswith(SCHEMA_COMMIT_SUFFIX):
+        return None
+    return name.removesuffix(SCHEMA_COMMIT_SUFFIX).split("_", 1)[0]
+
+
 class SchemaHistory:
     """Every version of a table's internal schema, searched by instant time."""
 
@@ -176,7 +186,7 @@ class SchemaHistory:
                 for i in fileio.list_dir(folder)
                 if i.path.endswith(SCHEMA_COMMIT_SUFFIX)
             ]
-            valid = sorted(n for n in names if n.removesuffix(SCHEMA_COMMIT_SUFFIX) in done)
+            valid = sorted(n for n in names if schema_commit_instant(n) in done)
             if valid:
                 source = posixpath.join(folder, valid[-1])
                 text = fileio.read_bytes(source)
@@ -310,18 +320,35 @@ class SchemaOnRead:
             )
 
     def record_write(
-        self, fileio: FileIO, meta_path: str, instant_time: str, metadata: CommitMetadata
+        self,
+        fileio: FileIO,
+        meta_path: str,
+        layout: int,
+        instant_time: str,
+        completion_time: str,
+        metadata: CommitMetadata,
+        current: SchemaOnRead | None,
     ) -> CommitMetadata:
         """What Hudi's writer with ``hoodie.schema.on.read.enable`` adds to a write that keeps the
         schema (``BaseHoodieWriteClient.saveInternalSchema``): the version in force as
-        ``latest_schema``, and the unchanged history persisted as ``<instant>.schemacommit``
-        (``FileBasedInternalSchemaStorageManager.persistHistorySchemaStr``), before completion."""
+        ``latest_schema``, and the unchanged history persisted before completion as a
+        ``schemacommit`` instant of ``.hoodie/.schema`` (``persistHistorySchemaStr``: requested,
+        inflight, then the completed file holding the history). ``current`` is the table's
+        schema-on-read state read again now: if an ALTER TABLE completed since the write began,
+        the write is refused (its history would lose that version)."""
         self.check_writable(meta_path)
         assert self.history.text is not None
-        fileio.write_bytes(
-            posixpath.join(meta_path, SCHEMA_FOLDER, f"{instant_time}{SCHEMA_COMMIT_SUFFIX}"),
-            self.history.text,
-        )
+        if current is None or current.history.text != self.history.text:
+            raise SchemaError(
+                f"{meta_path}: the schema history changed while writing {instant_time} "
+                "(a concurrent ALTER TABLE); the write is aborted"
+            )
+        folder = posixpath.join(meta_path, SCHEMA_FOLDER)
+        stem = f"{instant_time}{SCHEMA_COMMIT_SUFFIX}"
+        fileio.write_bytes(posixpath.join(folder, f"{stem}.requested"), b"")
+        fileio.write_bytes(posixpath.join(folder, f"{stem}.inflight"), b"")
+        done = f"{instant_time}_{completion_time}{SCHEMA_COMMIT_SUFFIX}" if layout >= 2 else stem
+        fileio.write_bytes(posixpath.join(folder, done), self.history.text)
         extra = {
             **(metadata.extra_metadata or {}),
             LATEST_SCHEMA_KEY: self.history.at(instant_time).to_json(),

@@ -222,7 +222,16 @@ class HoodieWriter:
             stats = self._execute(ctx, buckets, prepared, view, spec)
             metadata = self._metadata(stats, schema_json, operation, replaced)
             if on_read is not None:
-                metadata = on_read.record_write(table.fileio, table.paths.meta, instant_time, metadata)
+                now = table.reload()
+                metadata = on_read.record_write(
+                    table.fileio,
+                    table.paths.meta,
+                    table.paths.layout,
+                    instant_time,
+                    self.time_source.new_instant_time(),
+                    metadata,
+                    schema_on_read(table, now),
+                )
             done = self._complete(
                 timeline,
                 inflight,

@@ -119,9 +119,25 @@ def _record_schema_on_read(
     meta = CommitMetadata.from_bytes(file.read_bytes(), table.table_version, str(file))
     extra = {**(meta.extra_metadata or {}), "latest_schema": json.dumps(version, separators=(",", ":"))}
     file.write_bytes(dataclasses.replace(meta, extra_metadata=extra).to_bytes(table.table_version))
+    _persist_history(path, instant, done.completion_time, history)
+
+
+def _persist_history(path: Path, instant: str, completed: str | None, history: list[dict[str, Any]]) -> None:
+    """persistHistorySchemaStr: a schemacommit instant in .hoodie/.schema; its completed file is
+    ``<instant>_<completion>.schemacommit`` in timeline layout 2, ``<instant>.schemacommit`` in 1."""
     folder = path / ".hoodie" / ".schema"
     folder.mkdir(exist_ok=True)
-    (folder / f"{instant}.schemacommit").write_text(json.dumps({"schemas": history}, separators=(",", ":")))
+    (folder / f"{instant}.schemacommit.requested").write_bytes(b"")
+    (folder / f"{instant}.schemacommit.inflight").write_bytes(b"")
+    text = json.dumps({"schemas": history}, separators=(",", ":"))
+    name = f"{instant}_{int(completed) - 1}.schemacommit" if completed else f"{instant}.schemacommit"
+    (folder / name).write_text(text)
+
+
+def _history_file(path: Path, instant: str) -> Path:
+    folder = path / ".hoodie" / ".schema"
+    (found,) = [*folder.glob(f"{instant}_*.schemacommit"), *folder.glob(f"{instant}.schemacommit")]
+    return found
 
 
 def _alter(path: Path, instant_time: str, completion: str, history: list[dict[str, Any]]) -> None:
@@ -139,11 +155,8 @@ def _alter(path: Path, instant_time: str, completion: str, history: list[dict[st
     )
     instant = timeline.create_requested(Instant(instant_time, Action.DELTA_COMMIT, State.REQUESTED))
     instant = timeline.transition_to_inflight(instant)
-    timeline.complete(instant, meta.to_bytes(table.table_version), completion)
-    folder = path / ".hoodie" / ".schema"
-    (folder / f"{instant_time}.schemacommit").write_text(
-        json.dumps({"schemas": [version, *history]}, separators=(",", ":"))
-    )
+    done = timeline.complete(instant, meta.to_bytes(table.table_version), completion)
+    _persist_history(path, instant_time, done.completion_time, [version, *history])
 
 
 def _v1_row(k: int) -> dict[str, Any]:
@@ -185,7 +198,10 @@ def _v2_row(k: int, ts: int) -> dict[str, Any]:
 
 
 def _table(
-    path: Path, block: LogBlockFormat = LogBlockFormat.AVRO, table_type: TableType = TableType.MERGE_ON_READ
+    path: Path,
+    block: LogBlockFormat = LogBlockFormat.AVRO,
+    table_type: TableType = TableType.MERGE_ON_READ,
+    version: TableVersion = TableVersion.EIGHT,
 ) -> dict[str, dict[str, Any]]:
     """C1 (a Hudi write that turned schema-on-read on), C2 (hts, V1), the ALTER TABLE, C3 (hts, V2);
     hts's writes record the version in force themselves, as Hudi's writer does."""
@@ -197,7 +213,7 @@ def _table(
         record_key_fields=["id"],
         partition_fields=["p"],
         ordering_fields=["ts"],
-        table_version=TableVersion.EIGHT,
+        table_version=version,
         metadata_table=False,
     )
     options = WriteOptions(log_block_format=block)
@@ -217,14 +233,13 @@ def _table(
     # hts's writes carry the version in force and re-persist the history, as saveInternalSchema
     table = HoodieTable.open(str(path))
     schemas = path / ".hoodie" / ".schema"
-    for instant, version, history_of in ((c2, v1, c1), (c3, _internal(alter, v2=True), alter)):
+    for instant, in_force, history_of in ((c2, v1, c1), (c3, _internal(alter, v2=True), alter)):
         done = table.timeline.get(instant)
         assert done is not None
         latest = json.loads((table.commit_metadata(done).extra_metadata or {})["latest_schema"])
-        assert latest == version
-        assert (schemas / f"{instant}.schemacommit").read_bytes() == (
-            schemas / f"{history_of}.schemacommit"
-        ).read_bytes()
+        assert latest == in_force
+        assert _history_file(path, instant).read_bytes() == _history_file(path, history_of).read_bytes()
+        assert (schemas / f"{instant}.schemacommit.requested").exists()
     model = {f"k{k}": _as_v2(_v1_row(k)) for k in range(8)}
     model["k3"] = _as_v2(old_update)
     model.update({r["id"]: r for r in updates})
@@ -248,10 +263,19 @@ def _base_schemas(path: Path) -> list[pa.Schema]:
     return out
 
 
-@pytest.mark.parametrize("block", [LogBlockFormat.AVRO, LogBlockFormat.PARQUET])
-def test_rename_drop_retype_and_readd_read_by_column_id(tmp_path: Path, block: LogBlockFormat) -> None:
+@pytest.mark.parametrize(
+    ("block", "version"),
+    [
+        (LogBlockFormat.AVRO, TableVersion.EIGHT),
+        (LogBlockFormat.PARQUET, TableVersion.EIGHT),
+        (LogBlockFormat.AVRO, TableVersion.SIX),
+    ],
+)
+def test_rename_drop_retype_and_readd_read_by_column_id(
+    tmp_path: Path, block: LogBlockFormat, version: TableVersion
+) -> None:
     path = tmp_path / "t"
-    model = _table(path, block)
+    model = _table(path, block, version=version)
     assert _read(path) == model
     # the read-optimized view: base files of V1 read under V2 by id
     assert _read(path, read_optimized=True) == {k: _as_v2(_v1_row(int(k[1:]))) for k in model}
@@ -314,7 +338,7 @@ def test_a_write_without_a_history_file_or_evolving_the_schema_is_refused_before
         writer.upsert(pa.Table.from_pylist([_v2_row(1, 9)], schema=V2))
     assert sorted(str(p) for p in path.rglob("*")) == before
     for f in (path / ".hoodie" / ".schema").iterdir():
-        f.unlink()
+        f.unlink()  # versions now only in the commits' latest_schema
     before = sorted(str(p) for p in path.rglob("*"))
     with pytest.raises(SchemaError, match=r"without a \.hoodie/\.schema/\*\.schemacommit history"):
         HoodieWriter(HoodieTable.open(str(path))).upsert(pa.Table.from_pylist([_v2_row(1, 9)], schema=V2))
@@ -326,7 +350,7 @@ def test_a_write_without_a_history_file_or_evolving_the_schema_is_refused_before
 def test_a_file_older_than_every_version_is_refused_naming_the_history(tmp_path: Path) -> None:
     path = tmp_path / "t"
     _table(path, LogBlockFormat.AVRO)
-    history = sorted((path / ".hoodie" / ".schema").iterdir())
+    history = sorted((path / ".hoodie" / ".schema").glob("*_*.schemacommit"))
     for f in history:  # keep only V2 in every history file
         node = json.loads(f.read_text())
         f.write_text(json.dumps({"schemas": node["schemas"][:1] if len(node["schemas"]) > 1 else []}))
