@@ -6,6 +6,7 @@ fields first when the table populates them.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hoodie.errors import SchemaError
 from hoodie.file_group.file_slice import FileSlice
 from hoodie.file_group.log_reader import CorruptBlockReport
 from hoodie.file_group.view import FileSystemView
@@ -20,6 +22,7 @@ from hoodie.merge.config import resolve_merge_config
 from hoodie.read.log_scanner import InstantRange, ScanStats
 from hoodie.read.slice_reader import SliceReadOptions, read_parquet, read_slice
 from hoodie.schema.avro_arrow import add_meta_fields, avro_to_arrow_schema
+from hoodie.schema.evolution import unreadable_by_name
 from hoodie.schema.internal_schema import (
     LATEST_SCHEMA_KEY,
     SchemaHistory,
@@ -90,6 +93,37 @@ def schema_on_read(
     )
     assert history is not None  # the query version itself is one
     return SchemaOnRead(history, parse_internal_schema(query_text, f"{table.base_path}: {LATEST_SCHEMA_KEY}"))
+
+
+def require_readable_schemas(table: HoodieTable, what: str, timeline: ActiveTimeline | None = None) -> None:
+    """Refuse, before anything is written, a table holding files that cannot be read with its
+    latest schema as Hudi reads them: a type change outside the promotions hts implements
+    between a version of a schema-on-read table and the query version, or (otherwise) between
+    the schema of a completed write and the latest one. ``what`` names the refused operation."""
+    tl = timeline or table.timeline
+    on_read = schema_on_read(table, tl)
+    problems: list[str]
+    if on_read is not None:
+        problems, evidence = on_read.unreadable(), on_read.history.source
+    else:
+        latest = table.latest_schema_json()
+        problems, evidence = [], "the commits' schema"
+        seen: set[str] = set()
+        for instant in tl.completed().writes() if latest is not None else ():
+            text = table.commit_metadata(instant, tl).schema
+            if not text or text in seen:
+                continue
+            seen.add(text)
+            assert latest is not None
+            problems += [
+                f"{instant.requested_time}: {p}" for p in unreadable_by_name(json.loads(text), latest)
+            ]
+    if problems:
+        listed = "; ".join(problems[:10]) + ("; ..." if len(problems) > 10 else "")
+        raise SchemaError(
+            f"{table.base_path}: {what} refused: an evolved schema hts cannot read as Hudi does "
+            f"({evidence}): {listed}"
+        )
 
 
 class TableReader:

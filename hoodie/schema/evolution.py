@@ -17,33 +17,38 @@ import pyarrow as pa
 from hoodie.errors import SchemaError
 from hoodie.schema.avro_arrow import avro_to_arrow_schema, promotion
 
-__all__ = ["check_evolution"]
+__all__ = ["check_evolution", "unreadable_by_name"]
 
 
-def _check_fields(old: list[pa.Field], new: list[pa.Field], where: str, problems: list[str]) -> None:
+def _check_fields(
+    old: list[pa.Field], new: list[pa.Field], where: str, problems: list[str], *, drops_ok: bool = False
+) -> None:
     by_name = {f.name: f for f in new}
     old_names = {f.name for f in old}
     for field in old:
         path = f"{where}{field.name}"
         if field.name not in by_name:
-            problems.append(f"{path} is dropped (dropping a column needs schema-on-read)")
+            if not drops_ok:
+                problems.append(f"{path} is dropped (dropping a column needs schema-on-read)")
             continue
-        _check_type(field.type, by_name[field.name].type, path, problems)
+        _check_type(field.type, by_name[field.name].type, path, problems, drops_ok=drops_ok)
     for field in new:
         if field.name not in old_names and not field.nullable:
             problems.append(f"{where}{field.name} is added but not nullable")
 
 
-def _check_type(old: pa.DataType, new: pa.DataType, path: str, problems: list[str]) -> None:
+def _check_type(
+    old: pa.DataType, new: pa.DataType, path: str, problems: list[str], *, drops_ok: bool = False
+) -> None:
     t = pa.types
     if old == new:
         return
     if t.is_struct(old) and t.is_struct(new):
-        _check_fields(list(old), list(new), f"{path}.", problems)
+        _check_fields(list(old), list(new), f"{path}.", problems, drops_ok=drops_ok)
     elif t.is_list(old) and t.is_list(new):
-        _check_type(old.value_type, new.value_type, f"{path}[]", problems)
+        _check_type(old.value_type, new.value_type, f"{path}[]", problems, drops_ok=drops_ok)
     elif t.is_map(old) and t.is_map(new):
-        _check_type(old.item_type, new.item_type, f"{path}.value", problems)
+        _check_type(old.item_type, new.item_type, f"{path}.value", problems, drops_ok=drops_ok)
     elif promotion(old, new) is None:
         problems.append(f"{path}: {old} -> {new} is not one of Hudi's type promotions")
 
@@ -59,3 +64,12 @@ def check_evolution(latest: Mapping[str, Any] | None, writer: Mapping[str, Any],
         raise SchemaError(
             f"{where}: the writer schema does not evolve the table schema: {'; '.join(problems)}"
         )
+
+
+def unreadable_by_name(older: Mapping[str, Any], latest: Mapping[str, Any]) -> list[str]:
+    """What keeps files written with the Avro schema ``older`` from being read with ``latest``
+    by name (columns ``latest`` dropped are simply not read)."""
+    problems: list[str] = []
+    old, new = avro_to_arrow_schema(older), avro_to_arrow_schema(latest)
+    _check_fields(list(old), list(new), "", problems, drops_ok=True)
+    return problems

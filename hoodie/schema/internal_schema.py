@@ -32,7 +32,7 @@ import pyarrow as pa
 from hoodie.errors import SchemaError
 from hoodie.io.fileio import FileIO
 from hoodie.models.commit import CommitMetadata
-from hoodie.schema.avro_arrow import conform
+from hoodie.schema.avro_arrow import conform, promotion
 
 __all__ = [
     "LATEST_SCHEMA_KEY",
@@ -61,6 +61,7 @@ class InternalField:
     name: str
     children: Mapping[str, InternalField] | None = None  # record
     element: InternalField | None = None  # array element / map value, as a pseudo-field
+    primitive: str | None = None  # the type text of a primitive (``long``, ``decimal(10, 2)``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +81,7 @@ class InternalSchema:
 
 def _parse_type(node: Any, field_id: int, name: str, where: str) -> InternalField:
     if isinstance(node, str):
-        return InternalField(field_id, name)
+        return InternalField(field_id, name, primitive=node.lower())
     if not isinstance(node, Mapping):
         raise SchemaError(f"{where}: {name}: unreadable type {node!r}")
     kind = node.get("type")
@@ -295,6 +296,47 @@ def read_as(
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
+_PRIMITIVES = {
+    "boolean": pa.bool_(),
+    "int": pa.int32(),
+    "long": pa.int64(),
+    "float": pa.float32(),
+    "double": pa.float64(),
+    "string": pa.string(),
+    "binary": pa.binary(),
+    "date": pa.date32(),
+}
+
+
+def primitive_arrow_type(text: str) -> pa.DataType | None:
+    """The Arrow type of an InternalSchema primitive (``Types``); None for ones without a
+    promotion rule here (time, timestamp, uuid, fixed)."""
+    if text.startswith("decimal(") and text.endswith(")"):
+        precision, _, scale = text[8:-1].partition(",")
+        return pa.decimal128(int(precision), int(scale))
+    return _PRIMITIVES.get(text)
+
+
+def _version_problems(old: InternalField, new: InternalField, path: str, out: list[str]) -> None:
+    if old.primitive is not None and new.primitive is not None:
+        if old.primitive == new.primitive:
+            return
+        source, target = primitive_arrow_type(old.primitive), primitive_arrow_type(new.primitive)
+        if source is None or target is None or promotion(source, target) is None:
+            out.append(f"{path}: {old.primitive} -> {new.primitive}")
+        return
+    if new.children is not None and old.children is not None:
+        by_id = {f.id: f for f in old.children.values()}
+        for child in new.children.values():
+            if child.id in by_id:
+                _version_problems(by_id[child.id], child, f"{path}.{child.name}", out)
+        return
+    if new.element is not None and old.element is not None:
+        _version_problems(old.element, new.element, f"{path}[]", out)
+        return
+    out.append(f"{path}: a {'record' if old.children is not None else 'value'} becomes another kind")
+
+
 @dataclass(frozen=True, slots=True)
 class SchemaOnRead:
     """How to read each file of a schema-on-read table: its own version, matched to ``query``."""
@@ -307,6 +349,19 @@ class SchemaOnRead:
 
     def read(self, data: pa.Table, instant_time: str, schema: pa.Schema, where: str) -> pa.Table:
         return read_as(data, self.history.at(instant_time), self.query, schema, where)
+
+    def unreadable(self) -> list[str]:
+        """Type changes between a version of the history and the query version that hts cannot
+        read (outside Hudi's promotions it implements), as ``<version>: <column>: a -> b``."""
+        out: list[str] = []
+        for version_id, version in sorted(self.history.versions.items()):
+            by_id = version.by_id()
+            found: list[str] = []
+            for q in self.query.fields.values():
+                if q.id in by_id:
+                    _version_problems(by_id[q.id], q, q.name, found)
+            out.extend(f"version {version_id}: {p}" for p in found)
+        return out
 
     def check_writable(self, base_path: str) -> None:
         """A write records the version in force and re-persists the history (below); without a

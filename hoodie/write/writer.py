@@ -41,7 +41,7 @@ from hoodie.metadata.sync import (
 from hoodie.metadata.table import MetadataTable
 from hoodie.models.clustering import RequestedReplaceMetadata
 from hoodie.models.commit import CommitMetadata, ReplaceCommitMetadata, WriteStat
-from hoodie.read.reader import TableReader, schema_on_read
+from hoodie.read.reader import TableReader, require_readable_schemas, schema_on_read
 from hoodie.schema.avro_arrow import add_meta_fields, avro_to_arrow_schema
 from hoodie.schema.evolution import check_evolution
 from hoodie.table import HoodieTable
@@ -156,6 +156,7 @@ class HoodieWriter:
         schema_json = table.latest_schema_json()
         if schema_json is None:
             raise HoodieError(f"{table.base_path}: the table has no schema; create it with a schema first")
+        require_readable_schemas(table, f"{operation.value} on {table.base_path}", timeline)
         on_read = schema_on_read(table, timeline)
         if on_read is not None:
             on_read.check_writable(table.base_path)

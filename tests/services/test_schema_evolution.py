@@ -315,11 +315,12 @@ def test_a_writer_schema_that_is_no_evolution_is_refused_before_writing(tmp_path
     assert sorted(p.name for p in path.rglob("*")) == before
 
 
-def _set_commit_schemas(path: Path, schema: dict[str, Any]) -> None:
-    """Every completed write's metadata records ``schema``, as Hudi's writer recorded it."""
+def _set_commit_schemas(path: Path, schema: dict[str, Any], *, last_only: bool = False) -> None:
+    """Every completed write's metadata (or the last's) records ``schema``, as its writer did."""
     table = HoodieTable.open(str(path))
     timeline = table.reload()
-    for instant in timeline.completed().writes():
+    writes = list(timeline.completed().writes())
+    for instant in writes[-1:] if last_only else writes:
         name = instant.file_name(table.paths.layout)
         file = Path(timeline.path_of(name))
         model = ReplaceCommitMetadata if instant.action is Action.REPLACE_COMMIT else CommitMetadata
@@ -396,3 +397,47 @@ def test_numeric_timestamp_keygen_field_reads_as_the_commit_schemas_string(
         assert schema.field("ts").type == pa.string()
     _cluster(path)
     assert read() == model
+
+
+def _hashes(path: Path) -> dict[str, str]:
+    import hashlib
+
+    return {
+        str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in path.rglob("*")
+        if p.is_file()
+    }
+
+
+def test_a_type_change_outside_hudis_promotions_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    schema = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("p", pa.string()), ("v", pa.string())])
+    path = tmp_path / "t"
+    table = create_table(
+        str(path),
+        table_name="t",
+        table_type=TableType.MERGE_ON_READ,
+        schema=schema,
+        record_key_fields=["id"],
+        partition_fields=["p"],
+        ordering_fields=["ts"],
+        metadata_table=False,
+    )
+    rows = [{"id": f"k{i}", "ts": 1, "p": f"p{i % 2}", "v": f"x{i}"} for i in range(6)]
+    HoodieWriter(table).insert(pa.Table.from_pylist(rows, schema=schema))
+    HoodieWriter(HoodieTable.open(str(path))).upsert(pa.Table.from_pylist(rows[:2], schema=schema))
+    # the last write recorded v as a long: files holding strings cannot be read with it
+    narrowed = schema.set(3, pa.field("v", pa.int64()))
+    _set_commit_schemas(path, _avro(narrowed), last_only=True)
+    before = _hashes(path)
+    message = r"refused: an evolved schema .*: v: string -> int64 is not one of Hudi's type promotions"
+    ctx = ServiceContext(HoodieTable.open(str(path)))
+    with pytest.raises(SchemaError, match=message):
+        schedule_compaction(ctx, CompactionPolicy())
+    with pytest.raises(SchemaError, match=message):
+        schedule_clustering(ctx, ClusteringPolicy.from_options(ctx.options))
+    with pytest.raises(SchemaError, match=message):
+        HoodieWriter(HoodieTable.open(str(path))).upsert(pa.Table.from_pylist([], schema=narrowed))
+    assert _hashes(path) == before
+    # a read names the file, the column and both types
+    with pytest.raises(SchemaError, match=r"\.parquet: v: data of type string cannot be read as int64"):
+        TableReader(HoodieTable.open(str(path))).read_optimized()

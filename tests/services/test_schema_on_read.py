@@ -27,6 +27,7 @@ from hoodie.errors import SchemaError
 from hoodie.models.commit import CommitMetadata
 from hoodie.read.reader import TableReader
 from hoodie.schema.avro_arrow import arrow_to_avro_schema
+from hoodie.schema.internal_schema import SchemaHistory, SchemaOnRead, parse_internal_schema
 from hoodie.services.base import LocalRunner, ServiceContext
 from hoodie.services.clustering import ClusteringPolicy, execute_clustering, schedule_clustering
 from hoodie.services.compaction import CompactionPolicy, execute_compaction, schedule_compaction
@@ -356,3 +357,16 @@ def test_a_file_older_than_every_version_is_refused_naming_the_history(tmp_path:
         f.write_text(json.dumps({"schemas": node["schemas"][:1] if len(node["schemas"]) > 1 else []}))
     with pytest.raises(SchemaError, match="no schema version at or before instant"):
         TableReader(HoodieTable.open(str(path))).snapshot()
+
+
+def test_a_version_whose_type_change_hts_cannot_read_is_reported() -> None:
+    v1 = _internal("1", v2=False)
+    v2 = _internal("2", v2=True)
+    for f in v2["fields"]:
+        if f["name"] == "a2":
+            f["type"] = "string"  # int -> string: Hudi's promotion, readable
+        if f["name"] == "c":
+            f["type"] = "int"  # double -> int: not readable
+    history = SchemaHistory({1: parse_internal_schema(v1, "v1"), 2: parse_internal_schema(v2, "v2")}, "h")
+    on_read = SchemaOnRead(history, history.latest())
+    assert on_read.unreadable() == ["version 1: c: double -> int"]
