@@ -95,29 +95,43 @@ def schema_on_read(
     return SchemaOnRead(history, parse_internal_schema(query_text, f"{table.base_path}: {LATEST_SCHEMA_KEY}"))
 
 
+#: (base path, completed writes) -> what :func:`_unreadable` found: a table's files change only
+#: with its completed writes, so writers and services check each timeline once.
+_READABILITY: dict[tuple[str, tuple[tuple[str, str | None], ...]], tuple[list[str], str]] = {}
+
+
+def _unreadable(table: HoodieTable, tl: ActiveTimeline) -> tuple[list[str], str]:
+    on_read = schema_on_read(table, tl)
+    if on_read is not None:
+        return on_read.unreadable(), on_read.history.source
+    latest = table.latest_schema_json()
+    problems: list[str] = []
+    seen: set[str] = set()
+    for instant in tl.completed().writes() if latest is not None else ():
+        text = table.commit_metadata(instant, tl).schema
+        if not text or text in seen:
+            continue
+        seen.add(text)
+        assert latest is not None
+        problems += [f"{instant.requested_time}: {p}" for p in unreadable_by_name(json.loads(text), latest)]
+    return problems, "the commits' schema"
+
+
 def require_readable_schemas(table: HoodieTable, what: str, timeline: ActiveTimeline | None = None) -> None:
     """Refuse, before anything is written, a table holding files that cannot be read with its
     latest schema as Hudi reads them: a type change outside the promotions hts implements
     between a version of a schema-on-read table and the query version, or (otherwise) between
     the schema of a completed write and the latest one. ``what`` names the refused operation."""
     tl = timeline or table.timeline
-    on_read = schema_on_read(table, tl)
-    problems: list[str]
-    if on_read is not None:
-        problems, evidence = on_read.unreadable(), on_read.history.source
-    else:
-        latest = table.latest_schema_json()
-        problems, evidence = [], "the commits' schema"
-        seen: set[str] = set()
-        for instant in tl.completed().writes() if latest is not None else ():
-            text = table.commit_metadata(instant, tl).schema
-            if not text or text in seen:
-                continue
-            seen.add(text)
-            assert latest is not None
-            problems += [
-                f"{instant.requested_time}: {p}" for p in unreadable_by_name(json.loads(text), latest)
-            ]
+    writes = tl.completed().writes()
+    key = (table.base_path, tuple((i.requested_time, i.completion_time) for i in writes))
+    found = _READABILITY.get(key)
+    if found is None:
+        found = _unreadable(table, tl)
+        if len(_READABILITY) >= 256:
+            _READABILITY.clear()
+        _READABILITY[key] = found
+    problems, evidence = found
     if problems:
         listed = "; ".join(problems[:10]) + ("; ..." if len(problems) > 10 else "")
         raise SchemaError(
