@@ -297,6 +297,20 @@ def test_rename_drop_retype_and_readd_read_by_column_id(
     assert _read(path) == model
 
 
+def test_time_travel_before_the_alter_reads_the_old_version(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    _table(path)
+    table = HoodieTable.open(str(path))
+    writes = list(table.timeline.completed().writes())
+    before_alter = writes[1].requested_time  # C2: the V1 update
+    data = TableReader(table).snapshot(as_of=before_alter)
+    assert data.schema.names[5:] == V1.names
+    rows = {r["id"]: {n: r[n] for n in V1.names} for r in data.to_pylist()}
+    expected = {f"k{k}": _v1_row(k) for k in range(8)}
+    expected["k3"] = {**_v1_row(3), "ts": 2, "a": -3, "c": 100.0}
+    assert rows == expected
+
+
 def test_clustering_and_log_compaction_of_uncompacted_slices(tmp_path: Path) -> None:
     path = tmp_path / "t"
     model = _table(path, LogBlockFormat.AVRO)
