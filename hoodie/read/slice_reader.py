@@ -285,6 +285,8 @@ def _merge_per_record(base: pa.Table | None, blocks: list[LogBlock], opts: Slice
             import json
 
             columns = frozenset(f["name"] for f in json.loads(block.schema)["fields"])
+            if opts.on_read is not None and block.instant_time:  # written names -> query names
+                columns = opts.on_read.query_names(block.instant_time, columns)
         table = decode_data_block(block, opts.schema, on_read=opts.on_read)
         if columns is not None:
             table = table.select([n for n in table.column_names if n in columns])

@@ -350,6 +350,20 @@ class SchemaOnRead:
     def read(self, data: pa.Table, instant_time: str, schema: pa.Schema, where: str) -> pa.Table:
         return read_as(data, self.history.at(instant_time), self.query, schema, where)
 
+    def query_names(self, instant_time: str, written: Iterable[str]) -> frozenset[str]:
+        """The query names of the top-level columns a file of ``instant_time`` wrote as ``written``
+        (a partial update's columns)."""
+        version = self.history.at(instant_time)
+        by_id = version.by_id()
+        names = set(written)
+        # columns neither version lists (meta fields of schemas without them) keep their name
+        out = {n for n in names if n not in version.fields and n not in self.query.fields}
+        for q in self.query.fields.values():
+            f = by_id.get(q.id)
+            if f is not None and f.name in names:
+                out.add(q.name)
+        return frozenset(out)
+
     def unreadable(self) -> list[str]:
         """Type changes between a version of the history and the query version that hts cannot
         read (outside Hudi's promotions it implements), as ``<version>: <column>: a -> b``."""

@@ -384,3 +384,13 @@ def test_a_version_whose_type_change_hts_cannot_read_is_reported() -> None:
     history = SchemaHistory({1: parse_internal_schema(v1, "v1"), 2: parse_internal_schema(v2, "v2")}, "h")
     on_read = SchemaOnRead(history, history.latest())
     assert on_read.unreadable() == ["version 1: c: double -> int"]
+
+
+def test_a_partial_blocks_written_columns_map_to_query_names() -> None:
+    v1, v2 = _internal("1", v2=False), _internal("2", v2=True)
+    history = SchemaHistory({1: parse_internal_schema(v1, "v1"), 2: parse_internal_schema(v2, "v2")}, "h")
+    on_read = SchemaOnRead(history, history.latest())
+    # a block of version 1 that wrote a (renamed a2), b (dropped; the new b is another column), c
+    written = {"_hoodie_record_key", "id", "a", "b", "c"}
+    assert on_read.query_names("1", written) == {"_hoodie_record_key", "id", "a2", "c"}
+    assert on_read.query_names("3", {"id", "a2", "b"}) == {"id", "a2", "b"}
