@@ -9,15 +9,16 @@ nested records), and a field's type changes only by one of Hudi's promotions
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
 import pyarrow as pa
 
-from hoodie.errors import SchemaError
+from hoodie.errors import InvalidInputError, SchemaError
 from hoodie.schema.avro_arrow import avro_to_arrow_schema, promotion
 
-__all__ = ["check_evolution", "unreadable_by_name"]
+__all__ = ["WRITE_SCHEMA_KEY", "check_evolution", "unreadable_by_name", "write_schema_option"]
 
 
 def _check_fields(
@@ -73,3 +74,20 @@ def unreadable_by_name(older: Mapping[str, Any], latest: Mapping[str, Any]) -> l
     old, new = avro_to_arrow_schema(older), avro_to_arrow_schema(latest)
     _check_fields(list(old), list(new), "", problems, drops_ok=True)
     return problems
+
+
+WRITE_SCHEMA_KEY = "hoodie.write.schema"  # HoodieWriteConfig.WRITE_SCHEMA_OVERRIDE
+
+
+def write_schema_option(props: Mapping[str, str]) -> dict[str, Any] | None:
+    """The Avro writer schema given as ``hoodie.write.schema``, if any."""
+    text = props.get(WRITE_SCHEMA_KEY)
+    if not text:
+        return None
+    try:
+        parsed = json.loads(text)
+    except ValueError as e:
+        raise InvalidInputError(f"{WRITE_SCHEMA_KEY}={text[:200]!r} is not an Avro schema (JSON): {e}") from e
+    if not isinstance(parsed, dict) or parsed.get("type") != "record":
+        raise InvalidInputError(f"{WRITE_SCHEMA_KEY}={text[:200]!r} is not an Avro record schema")
+    return parsed

@@ -43,7 +43,7 @@ from hoodie.models.clustering import RequestedReplaceMetadata
 from hoodie.models.commit import CommitMetadata, ReplaceCommitMetadata, WriteStat
 from hoodie.read.reader import TableReader, require_readable_schemas, schema_on_read
 from hoodie.schema.avro_arrow import add_meta_fields, avro_to_arrow_schema
-from hoodie.schema.evolution import check_evolution
+from hoodie.schema.evolution import check_evolution, write_schema_option
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.timeline import ActiveTimeline
@@ -123,10 +123,11 @@ class HoodieWriter:
         schema: Mapping[str, Any] | None = None,
     ) -> None:
         """``schema``: the Avro writer schema (without meta fields) this writer records, as Hudi's
-        writer deduces it from a batch that evolves the table (checked by ``check_evolution``);
-        None writes with the table's latest schema."""
+        writer deduces it from a batch that evolves the table (checked by ``check_evolution``), or
+        given as Hudi's ``hoodie.write.schema`` in ``write_props``; None writes with the table's
+        latest schema."""
         self.table = table
-        self.schema = schema
+        self.schema = schema if schema is not None else write_schema_option(write_props or {})
         self.heartbeat = heartbeat or HeartbeatConfig()
         self.options = options or WriteOptions()
         self.lock = lock or InProcessLockProvider(table.base_path)

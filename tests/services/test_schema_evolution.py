@@ -441,3 +441,43 @@ def test_a_type_change_outside_hudis_promotions_is_refused_before_anything_is_wr
     # a read names the file, the column and both types
     with pytest.raises(SchemaError, match=r"\.parquet: v: data of type string cannot be read as int64"):
         TableReader(HoodieTable.open(str(path))).read_optimized()
+
+
+def test_hts_write_evolves_the_schema_with_hudis_write_schema_option(tmp_path: Path) -> None:
+    from tests.tables import hts
+
+    before = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("p", pa.string()), ("i", pa.int32())])
+    after = pa.schema(
+        [("id", pa.string()), ("ts", pa.int64()), ("p", pa.string()), ("i", pa.int64()), ("s", pa.string())]
+    )
+    path, first, second = tmp_path / "t", tmp_path / "1.parquet", tmp_path / "2.parquet"
+    pq.write_table(pa.Table.from_pylist([{"id": "a", "ts": 1, "p": "x", "i": 7}], schema=before), first)
+    pq.write_table(
+        pa.Table.from_pylist([{"id": "b", "ts": 2, "p": "x", "i": 2**40, "s": "new"}], schema=after), second
+    )
+    made = hts(
+        "write", str(path), "--input", str(first), "--operation", "insert", "--create", "--table-name", "t",
+        "--record-key", "id", "--ordering-field", "ts", "--partition-field", "p",
+        "--option", "hoodie.metadata.enable=false",
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    option = "hoodie.write.schema=" + json.dumps(_avro(after))
+    evolved = hts("write", str(path), "--input", str(second), "--operation", "upsert", "--option", option)
+    assert evolved.returncode == 0, evolved.stderr
+    data = TableReader(HoodieTable.open(str(path))).snapshot()
+    rows = sorted(({n: r[n] for n in after.names} for r in data.to_pylist()), key=lambda r: r["id"])
+    assert rows == [
+        {"id": "a", "ts": 1, "p": "x", "i": 7, "s": None},
+        {"id": "b", "ts": 2, "p": "x", "i": 2**40, "s": "new"},
+    ]
+    bad = hts(
+        "write",
+        str(path),
+        "--input",
+        str(second),
+        "--operation",
+        "upsert",
+        "--option",
+        "hoodie.write.schema={",
+    )
+    assert bad.returncode != 0 and "hoodie.write.schema='{' is not an Avro schema" in bad.stderr
