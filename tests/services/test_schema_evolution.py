@@ -4,10 +4,16 @@ Java's text for numbers read as strings), compaction and clustering rewrite them
 schema, and a type change outside Hudi's set is refused naming the column, the file and both types.
 
 The numeric timestamp-keygen table is built as Hudi 1.1 leaves it: base files and log blocks
-hold the ``long`` the key generator was given, the commit metadata's schema says ``string``
-(the writer schema Hudi's Spark writer deduced from the catalog's string partition column,
-``HoodieSparkSqlWriter.getLatestTableSchema`` -> ``HoodieSchemaUtils.deduceWriterSchema``, which
-promotes the batch's long to the table's string).
+hold the ``long`` the key generator was given, the commit metadata's schema says ``string``.
+How Hudi gets there (read in its source, not reproduced with Spark here): Spark gives a
+TimestampBasedKeyGenerator table's partition column the type string
+(``SparkHoodieTableFileIndex`` / ``getPartitionSchema`` with
+``shouldUseStringTypeForTimestampPartitionKeyType``), so the catalog table says string;
+``HoodieSparkSqlWriter.getLatestTableSchema`` falls back to that catalog schema and
+``HoodieSchemaUtils.deduceWriterSchema`` promotes the batch's long to the table's string (long ->
+string is one of Hudi's promotions), which the commit records, while the row writer keeps the
+DataFrame's int64 in the files. Hudi's file-group reader and its services read the column as the
+schema's string: ``String.valueOf`` of the long (``HoodieAvroUtils`` / Spark's cast).
 """
 
 from __future__ import annotations
