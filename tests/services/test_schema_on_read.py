@@ -394,3 +394,40 @@ def test_a_partial_blocks_written_columns_map_to_query_names() -> None:
     written = {"_hoodie_record_key", "id", "a", "b", "c"}
     assert on_read.query_names("1", written) == {"_hoodie_record_key", "id", "a2", "c"}
     assert on_read.query_names("3", {"id", "a2", "b"}) == {"id", "a2", "b"}
+
+
+def test_renames_inside_arrays_and_maps_resolve_by_id() -> None:
+    def version(vid: int, inner: str, value: str) -> dict[str, Any]:
+        element = {"type": "record", "fields": [_field(3, inner, "int")]}
+        values = {"type": "record", "fields": [_field(6, value, "string")]}
+        array = {"type": "array", "element-id": 2, "element": element, "element_optional": True}
+        mapping = {"type": "map", "key-id": 7, "key": "string", "value-id": 5, "value": values}
+        mapping["value_optional"] = True
+        fields = [_field(0, "id", "string"), _field(1, "xs", array), _field(4, "m", mapping)]
+        return {"max_column_id": 7, "version-id": vid, "type": "record", "fields": fields}
+
+    old, new = (
+        parse_internal_schema(version(1, "x", "v"), "v1"),
+        parse_internal_schema(version(2, "x2", "w"), "v2"),
+    )
+    written = pa.table(
+        {
+            "id": ["a", "b"],
+            "xs": pa.array([[{"x": 1}, {"x": 2}], None], pa.list_(pa.struct([("x", pa.int32())]))),
+            "m": pa.array([[("k", {"v": "s"})], []], pa.map_(pa.string(), pa.struct([("v", pa.string())]))),
+        }
+    )
+    schema = pa.schema(
+        [
+            ("id", pa.string()),
+            ("xs", pa.list_(pa.struct([("x2", pa.int32())]))),
+            ("m", pa.map_(pa.string(), pa.struct([("w", pa.string())]))),
+        ]
+    )
+    history = SchemaHistory({1: old, 2: new}, "h")
+    out = SchemaOnRead(history, new).read(written, "1", schema, "f.parquet")
+    assert out.schema == schema
+    assert out.to_pylist() == [
+        {"id": "a", "xs": [{"x2": 1}, {"x2": 2}], "m": [("k", {"w": "s"})]},
+        {"id": "b", "xs": None, "m": []},
+    ]
