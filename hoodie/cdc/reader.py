@@ -49,7 +49,7 @@ from hoodie.cdc.schemas import (
     cdc_schema,
     logging_mode,
 )
-from hoodie.errors import HoodieError, InvalidInputError
+from hoodie.errors import HoodieError, InvalidInputError, UnsupportedTableError
 from hoodie.file_group.base_file import BaseFile
 from hoodie.file_group.file_slice import FileGroupId, FileSlice
 from hoodie.file_group.log_file import LogFile
@@ -57,7 +57,7 @@ from hoodie.file_group.view import list_partition
 from hoodie.io.fileio import join
 from hoodie.merge.resolve import resolve_merge_config
 from hoodie.models.commit import CommitMetadata, ReplaceCommitMetadata, WriteStat
-from hoodie.read.reader import TableReader, table_schema
+from hoodie.read.reader import TableReader, schema_on_read, table_schema
 from hoodie.read.slice_reader import SliceReadOptions, read_parquet, read_slice
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant
@@ -436,5 +436,14 @@ def _by_key(reader: CDCReader, table: pa.Table) -> Callable[[str | None], str | 
 def read_cdc(
     table: HoodieTable, begin: str, end: str | None = None, *, from_compaction: bool = False
 ) -> pa.Table:
-    """The CDC query of ``table`` over ``(begin, end]`` (``end`` defaults to the latest instant)."""
+    """The CDC query of ``table`` over ``(begin, end]`` (``end`` defaults to the latest instant).
+
+    Refused on a schema-on-read table: its images would have to be read with each file's own
+    InternalSchema, which this reader does not do.
+    """
+    if schema_on_read(table) is not None:
+        raise UnsupportedTableError(
+            f"{table.base_path}: a CDC query of a schema-on-read table (latest_schema in its commits) "
+            "is not supported: the images would be read by column name, not by field id"
+        )
     return CDCReader(CDCExtractor(table, begin, end, from_compaction=from_compaction)).read()

@@ -33,7 +33,7 @@ from hoodie.merge.resolve import resolve_merge_config
 from hoodie.metadata.keys import java_double_text, secondary_index_key, secondary_index_shard_key
 from hoodie.metadata.records import MetadataPartition, Payload, secondary_index_payload
 from hoodie.models.commit import CommitMetadata, ReplaceCommitMetadata
-from hoodie.read.reader import table_schema
+from hoodie.read.reader import schema_on_read, table_schema
 from hoodie.read.slice_reader import SliceReadOptions, read_slice
 from hoodie.schema.avro_types import AvroType, parse_record
 from hoodie.table import HoodieTable
@@ -167,6 +167,7 @@ def secondary_index_updates(
     columns = [i.column for i in indexes]
     schema = table_schema(table)
     merge = resolve_merge_config(table.config)
+    on_read = schema_on_read(table, timeline)
 
     def opts(with_instant: bool) -> SliceReadOptions:
         return SliceReadOptions(
@@ -175,6 +176,7 @@ def secondary_index_updates(
             table_version=table.table_version,
             is_committed=lambda ts: view.is_committed(ts) or (with_instant and ts == instant_time),
             latest_instant=instant_time if with_instant else None,
+            on_read=on_read,
         )
 
     before_opts, after_opts = opts(False), opts(True)

@@ -6,6 +6,7 @@ fields first when the table populates them.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hoodie.errors import SchemaError
 from hoodie.file_group.file_slice import FileSlice
 from hoodie.file_group.log_reader import CorruptBlockReport
 from hoodie.file_group.view import FileSystemView
@@ -20,8 +22,16 @@ from hoodie.merge.resolve import resolve_merge_config
 from hoodie.read.log_scanner import InstantRange, ScanStats
 from hoodie.read.slice_reader import SliceReadOptions, read_parquet, read_slice
 from hoodie.schema.avro_arrow import add_meta_fields, avro_to_arrow_schema
+from hoodie.schema.evolution import unreadable_by_name
+from hoodie.schema.internal_schema import (
+    LATEST_SCHEMA_KEY,
+    SchemaHistory,
+    SchemaOnRead,
+    parse_internal_schema,
+)
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant_time import normalize
+from hoodie.timeline.timeline import ActiveTimeline
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +56,90 @@ def table_schema(table: HoodieTable, as_of: str | None = None) -> pa.Schema:
     return avro_to_arrow_schema(avro)
 
 
+#: Operations whose commits cannot change the schema (``WriteOperationType.canUpdateSchema``).
+_KEEP_SCHEMA = frozenset({"CLUSTER", "COMPACT", "INDEX", "LOG_COMPACT"})
+
+
+def schema_on_read(
+    table: HoodieTable, timeline: ActiveTimeline | None = None, as_of: str | None = None
+) -> SchemaOnRead | None:
+    """How to read the files of a schema-on-read table: each with its own schema version,
+    matched by column id to the query version, which is the ``latest_schema`` of the last
+    completed write (as of ``as_of``) that can change the schema
+    (``TableSchemaResolver.getTableInternalSchemaFromCommitMetadata``). None when that write
+    carries none: Hudi then reads by name, and so does hts."""
+    writes = (timeline or table.timeline).completed().writes()
+    if as_of is not None:
+        writes = writes.before(as_of, inclusive=True)
+    query_text = None
+    for instant in reversed(writes.instants):
+        meta = table.commit_metadata(instant, timeline)
+        if (meta.operation_type or "").upper() not in _KEEP_SCHEMA:
+            query_text = (meta.extra_metadata or {}).get(LATEST_SCHEMA_KEY)
+            break
+    if not query_text:
+        return None
+
+    def latest_schemas() -> dict[str, str]:
+        out = {}
+        for instant in writes:
+            text = (table.commit_metadata(instant, timeline).extra_metadata or {}).get(LATEST_SCHEMA_KEY)
+            if text:
+                out[instant.requested_time] = text
+        return out
+
+    history = SchemaHistory.load(
+        table.fileio, table.paths.meta, [i.requested_time for i in writes], latest_schemas
+    )
+    assert history is not None  # the query version itself is one
+    return SchemaOnRead(history, parse_internal_schema(query_text, f"{table.base_path}: {LATEST_SCHEMA_KEY}"))
+
+
+#: (base path, completed writes) -> what :func:`_unreadable` found: a table's files change only
+#: with its completed writes, so writers and services check each timeline once.
+_READABILITY: dict[tuple[str, tuple[tuple[str, str | None], ...]], tuple[list[str], str]] = {}
+
+
+def _unreadable(table: HoodieTable, tl: ActiveTimeline) -> tuple[list[str], str]:
+    on_read = schema_on_read(table, tl)
+    if on_read is not None:
+        return on_read.unreadable(), on_read.history.source
+    latest = table.latest_schema_json()
+    problems: list[str] = []
+    seen: set[str] = set()
+    for instant in tl.completed().writes() if latest is not None else ():
+        text = table.commit_metadata(instant, tl).schema
+        if not text or text in seen:
+            continue
+        seen.add(text)
+        assert latest is not None
+        problems += [f"{instant.requested_time}: {p}" for p in unreadable_by_name(json.loads(text), latest)]
+    return problems, "the commits' schema"
+
+
+def require_readable_schemas(table: HoodieTable, what: str, timeline: ActiveTimeline | None = None) -> None:
+    """Refuse, before anything is written, a table holding files that cannot be read with its
+    latest schema as Hudi reads them: a type change outside the promotions hts implements
+    between a version of a schema-on-read table and the query version, or (otherwise) between
+    the schema of a completed write and the latest one. ``what`` names the refused operation."""
+    tl = timeline or table.timeline
+    writes = tl.completed().writes()
+    key = (table.base_path, tuple((i.requested_time, i.completion_time) for i in writes))
+    found = _READABILITY.get(key)
+    if found is None:
+        found = _unreadable(table, tl)
+        if len(_READABILITY) >= 256:
+            _READABILITY.clear()
+        _READABILITY[key] = found
+    problems, evidence = found
+    if problems:
+        listed = "; ".join(problems[:10]) + ("; ..." if len(problems) > 10 else "")
+        raise SchemaError(
+            f"{table.base_path}: {what} refused: an evolved schema hts cannot read as Hudi does "
+            f"({evidence}): {listed}"
+        )
+
+
 class TableReader:
     """Reads one table; create one per query (it snapshots the timeline when created)."""
 
@@ -68,6 +162,7 @@ class TableReader:
             latest_instant=latest,
             report=self.result.report,
             stats=self.result.stats,
+            on_read=schema_on_read(self.table, self.timeline, as_of),
         )
 
     def _read_slices(self, slices: Iterable[FileSlice], opts: SliceReadOptions) -> pa.Table:
@@ -102,11 +197,12 @@ class TableReader:
         """Base files only (for MERGE_ON_READ, records not yet compacted are not seen)."""
         schema = table_schema(self.table, as_of)
         view = self.table.file_system_view(as_of, self.timeline)
+        on_read = schema_on_read(self.table, self.timeline, as_of)
         parts = []
         for s in view.latest_base_files(partitions):
             path = s.base_file_path(self.table.base_path)
             if path is not None:
-                parts.append(read_parquet(self.table.fileio, path, schema))
+                parts.append(read_parquet(self.table.fileio, path, schema, on_read=on_read))
         parts = [p for p in parts if p.num_rows]
         if not parts:
             return schema.empty_table()

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hoodie.errors import CorruptLogBlockError, SchemaError
+from hoodie.file_group.base_file import BaseFile
 from hoodie.file_group.file_slice import FileSlice
 from hoodie.file_group.log_block import BlockType, LogBlock
 from hoodie.file_group.log_reader import CorruptBlockReport
@@ -30,7 +31,8 @@ from hoodie.merge.vectorized import (
 )
 from hoodie.models.codec import load_schema
 from hoodie.read.log_scanner import InstantRange, ScanStats, scan_log_blocks
-from hoodie.schema.avro_arrow import conform, decode_avro_block_content
+from hoodie.schema.avro_arrow import avro_to_arrow_schema, conform, decode_avro_block_content
+from hoodie.schema.internal_schema import SchemaOnRead
 
 _I32 = struct.Struct(">i")
 _WRAPPER_PREFIX = "org.apache.hudi.avro.model."
@@ -56,25 +58,47 @@ BASE_BATCH_ROWS = 262_144  # memory holds one batch of the base file at a time
 
 
 def iter_parquet(
-    fileio: FileIO, path: str, schema: pa.Schema, batch_rows: int = BASE_BATCH_ROWS
+    fileio: FileIO,
+    path: str,
+    schema: pa.Schema,
+    batch_rows: int = BASE_BATCH_ROWS,
+    *,
+    on_read: SchemaOnRead | None = None,
 ) -> Iterator[pa.Table]:
-    """A Parquet base file, projected onto ``schema``, in batches of about ``batch_rows`` rows."""
+    """A Parquet base file, projected onto ``schema``, in batches of about ``batch_rows`` rows.
+
+    With ``on_read`` (a schema-on-read table) its columns are matched by id with the schema
+    version of the file's commit."""
+    commit = _commit_time(path) if on_read else ""
     with fileio.open_input(path) as f:
         pf = pq.ParquetFile(f)
         available = set(pf.schema_arrow.names)
-        present = [n for n in schema.names if n in available]
+        wanted = on_read.columns(commit, schema.names) if on_read else schema.names
+        present = [n for n in wanted if n in available]
         for batch in pf.iter_batches(batch_size=batch_rows, columns=present, use_threads=True):
-            yield project_table(pa.Table.from_batches([batch]), schema, path)
+            data = pa.Table.from_batches([batch])
+            yield on_read.read(data, commit, schema, path) if on_read else project_table(data, schema, path)
 
 
-def read_parquet(fileio: FileIO, path: str, schema: pa.Schema) -> pa.Table:
-    """A Parquet base file projected onto ``schema``."""
+def read_parquet(
+    fileio: FileIO, path: str, schema: pa.Schema, *, on_read: SchemaOnRead | None = None
+) -> pa.Table:
+    """A Parquet base file projected onto ``schema`` (see :func:`iter_parquet`)."""
+    commit = _commit_time(path) if on_read else ""
     with fileio.open_input(path) as f:
         pf = pq.ParquetFile(f)
         available = set(pf.schema_arrow.names)
-        present = [n for n in schema.names if n in available]
+        wanted = on_read.columns(commit, schema.names) if on_read else schema.names
+        present = [n for n in wanted if n in available]
         table = pf.read(columns=present, use_threads=True)
-    return project_table(table, schema, path)
+    return on_read.read(table, commit, schema, path) if on_read else project_table(table, schema, path)
+
+
+def _commit_time(path: str) -> str:
+    base = BaseFile.parse(path.rsplit("/", 1)[-1])
+    if base is None:
+        raise SchemaError(f"{path}: not a base file name; its commit time (schema version) is unknown")
+    return base.commit_time
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +178,7 @@ class SliceReadOptions:
     report: CorruptBlockReport = field(default_factory=CorruptBlockReport)
     stats: ScanStats = field(default_factory=ScanStats)
     info: SliceMergeInfo | None = None
+    on_read: SchemaOnRead | None = None  # schema-on-read tables: files matched by column id
 
     @property
     def merge_spec(self) -> MergeSpec:
@@ -178,7 +203,9 @@ def iter_read_slice(
     """The merged rows of one slice in parts: the base file streams through the merge in batches,
     so memory holds one batch of it plus the decoded log blocks."""
     base_file = file_slice.base_file_path(base_path)
-    base_batches: Iterable[pa.Table] = iter_parquet(fileio, base_file, opts.schema) if base_file else ()
+    base_batches: Iterable[pa.Table] = (
+        iter_parquet(fileio, base_file, opts.schema, on_read=opts.on_read) if base_file else ()
+    )
     if not file_slice.log_files:
         yield from base_batches
         return
@@ -205,7 +232,7 @@ def iter_read_slice(
                     DeleteEntries(pa.array(d.keys, pa.string()), d.ordering_values, d.ordering_classes)
                 )
             else:
-                batches.append(decode_data_block(block, opts.schema))
+                batches.append(decode_data_block(block, opts.schema, on_read=opts.on_read))
         counts = None
         if opts.info is not None:
             counts = opts.info.counts = MergeCounts()
@@ -216,20 +243,29 @@ def iter_read_slice(
     yield _merge_per_record(base, blocks, opts)
 
 
-def decode_data_block(block: LogBlock, schema: pa.Schema) -> pa.Table:
-    """An Avro or Parquet data block as rows of ``schema``."""
+def decode_data_block(block: LogBlock, schema: pa.Schema, *, on_read: SchemaOnRead | None = None) -> pa.Table:
+    """An Avro or Parquet data block as rows of ``schema``; with ``on_read``, its columns are
+    matched by id with the schema version of the block's ``INSTANT_TIME``."""
     where = f"{block.log_file}@{block.offset}"
     if block.block_type is BlockType.AVRO_DATA:
         if not block.schema:
             raise CorruptLogBlockError(f"{where}: Avro data block has no SCHEMA header")
-        return decode_avro_block_content(block.content, block.schema, schema)
-    if block.block_type is BlockType.PARQUET_DATA:
+        if on_read is None:
+            return decode_avro_block_content(block.content, block.schema, schema, source=where)
+        written = avro_to_arrow_schema(block.schema)
+        table = decode_avro_block_content(block.content, block.schema, written, source=where)
+    elif block.block_type is BlockType.PARQUET_DATA:
         try:
             table = pq.read_table(pa.BufferReader(block.content))
         except pa.ArrowInvalid as e:
             raise CorruptLogBlockError(f"{where}: Parquet data block is unreadable: {e}") from e
-        return project_table(table, schema, where)
-    raise CorruptLogBlockError(f"{where}: {block.block_type.name} is not a data block")
+        if on_read is None:
+            return project_table(table, schema, where)
+    else:
+        raise CorruptLogBlockError(f"{where}: {block.block_type.name} is not a data block")
+    if not block.instant_time:
+        raise CorruptLogBlockError(f"{where}: data block has no INSTANT_TIME header")
+    return on_read.read(table, block.instant_time, schema, where)
 
 
 def _merge_per_record(base: pa.Table | None, blocks: list[LogBlock], opts: SliceReadOptions) -> pa.Table:
@@ -250,7 +286,9 @@ def _merge_per_record(base: pa.Table | None, blocks: list[LogBlock], opts: Slice
             import json
 
             columns = frozenset(f["name"] for f in json.loads(block.schema)["fields"])
-        table = decode_data_block(block, opts.schema)
+            if opts.on_read is not None and block.instant_time:  # written names -> query names
+                columns = opts.on_read.query_names(block.instant_time, columns)
+        table = decode_data_block(block, opts.schema, on_read=opts.on_read)
         if columns is not None:
             table = table.select([n for n in table.column_names if n in columns])
         entries.extend(DataEntry(row, block.is_partial, columns) for row in table.to_pylist())

@@ -12,8 +12,8 @@ Records
     An Avro data block (content version 3) is ``int32 3, int32 count`` then ``count`` times
     ``int32 length, datum``. :func:`decode_avro_block_content` / :func:`decode_avro_records`
     decode datums into an Arrow table of a target schema (missing fields become nulls, extra
-    fields are dropped, types are promoted as Avro allows: int -> long -> float -> double,
-    string <-> bytes, plus decimal widening); :func:`encode_avro_block_content` /
+    fields are dropped, types are promoted as Hudi allows, see :func:`conform`);
+    :func:`encode_avro_block_content` /
     :func:`encode_avro_records` do the reverse. Both run vectorized over all records
     (:mod:`hoodie.schema.avro_decoder`, :mod:`hoodie.schema.avro_encoder`), with a per-record
     fastavro path as the fallback (``vectorized=False`` forces it).
@@ -24,7 +24,7 @@ from __future__ import annotations
 import enum
 import json
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 import numpy as np
@@ -42,6 +42,7 @@ from hoodie.schema.avro_types import (
     parse_record,
     schema_json,
 )
+from hoodie.schema.java_text import java_double_text, java_float_text
 
 __all__ = [
     "AVRO_BLOCK_VERSION",
@@ -56,6 +57,7 @@ __all__ = [
     "decode_avro_records",
     "encode_avro_block_content",
     "encode_avro_records",
+    "promotion",
     "schema_to_json",
 ]
 
@@ -230,28 +232,65 @@ def _avro_type(typ: pa.DataType, name: str, namespace: str, order: NullOrder, pa
 # -- evolution ----------------------------------------------------------------------------------
 
 
-def _promotes(source: pa.DataType, target: pa.DataType) -> bool:
-    """Whether a reader may see ``source`` data as ``target`` (Avro's promotions, plus decimal widening)."""
+def promotion(source: pa.DataType, target: pa.DataType) -> str | None:
+    """How a reader sees ``source`` data as ``target`` under Hudi's type promotions, or None.
+
+    The set is Hudi's (``HoodieAvroUtils.rewritePrimaryTypeWithDiffSchemaType``, on top of Avro's
+    own resolution of int -> long -> float -> double and bytes <-> string): int -> long / float /
+    double / string, long -> float / double / string, float -> double / string, double -> string,
+    bytes <-> string, and decimal widening (no digit lost on either side of the point).
+    """
     t = pa.types
+    textual = (t.is_string, t.is_large_string)
+    binary = (t.is_binary, t.is_large_binary, t.is_fixed_size_binary)
     if t.is_null(source):
-        return True
-    if t.is_integer(source):  # int -> long, int/long -> float/double
+        return "cast"
+    if t.is_integer(source):
         if t.is_integer(target):
-            return bool(t.is_signed_integer(target) and target.bit_width >= source.bit_width)
-        return bool(t.is_floating(target))
-    if t.is_floating(source):  # float -> double
-        return bool(t.is_floating(target) and target.bit_width >= source.bit_width)
+            return "cast" if t.is_signed_integer(target) and target.bit_width >= source.bit_width else None
+        if t.is_floating(target):
+            return "round"  # Java's (float) / (double) of an int or long: the nearest
+        return "decimal_text" if any(f(target) for f in textual) else None
+    if t.is_floating(source):
+        if t.is_floating(target) and target.bit_width > source.bit_width:
+            return "float_via_text"
+        if any(f(target) for f in textual):
+            return "java_text"
+        return None
     if t.is_decimal(source) and t.is_decimal(target):
         integral: bool = target.precision - target.scale >= source.precision - source.scale
-        return integral and target.scale >= source.scale
-    textual = (t.is_string, t.is_large_string, t.is_binary, t.is_large_binary, t.is_fixed_size_binary)
-    return any(f(source) for f in textual) and any(f(target) for f in textual[:4])
+        return "cast" if integral and target.scale >= source.scale else None
+    if any(f(source) for f in textual) and any(f(target) for f in (*textual, *binary[:2])):
+        return "cast"
+    if any(f(source) for f in binary) and any(f(target) for f in (*textual, *binary[:2])):
+        return "cast"  # bytes -> string decodes UTF-8, as Avro's resolution of bytes to string does
+    return None
+
+
+def _java_texts(arr: pa.Array, text: Callable[[float], str]) -> pa.Array:
+    values = arr.to_numpy(zero_copy_only=False)
+    valid = np.asarray(arr.is_valid()) if arr.null_count else None
+    out = [None if valid is not None and not valid[i] else text(v) for i, v in enumerate(values)]
+    return pa.array(out, pa.string())
+
+
+def _promote(arr: pa.Array, target: pa.DataType, how: str) -> pa.Array:
+    if how == "round":
+        return arr.cast(target, safe=False)
+    if how == "java_text":
+        texts = _java_texts(arr, java_float_text if arr.type.bit_width == 32 else java_double_text)
+        return texts.cast(target)
+    if how == "float_via_text":
+        # float -> double goes through the float's text (HoodieAvroUtils: Double.valueOf(f + ""),
+        # HoodieInternalRowUtils alike), so 1.1f reads as 1.1, not 1.100000023841858
+        return _java_texts(arr, java_float_text).cast(target)
+    return arr.cast(target, safe=True)  # "cast" and "decimal_text"
 
 
 def conform(arr: pa.Array, target: pa.DataType, where: str, *, promote_only: bool = True) -> pa.Array:
     """``arr`` as ``target``: struct fields matched by name (missing ones null), leaves cast.
 
-    With ``promote_only`` (reading), a leaf may only be promoted (:func:`_promotes`); otherwise
+    With ``promote_only`` (reading), a leaf may only be promoted (:func:`promotion`); otherwise
     (writing) any safe Arrow cast is allowed, e.g. ``timestamp[s]`` to ``timestamp[ms]``.
     """
     if arr.type == target:
@@ -282,10 +321,13 @@ def conform(arr: pa.Array, target: pa.DataType, where: str, *, promote_only: boo
         values = conform(arr.values, target.value_type, f"{where}[]", promote_only=promote_only)
         offsets = arr.offsets.cast(pa.int32())
         return pa.ListArray.from_arrays(offsets, values, type=target, mask=mask)
-    if promote_only and not _promotes(arr.type, target):
-        raise SchemaError(f"{where}: data of type {arr.type} cannot be read as {target}")
+    how = promotion(arr.type, target) if promote_only else "cast"
+    if how is None:
+        raise SchemaError(
+            f"{where}: data of type {arr.type} cannot be read as {target} (not one of Hudi's type promotions)"
+        )
     try:
-        return arr.cast(target, safe=True)
+        return _promote(arr, target, how)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise SchemaError(f"{where}: cannot convert {arr.type} to {target}: {exc}") from exc
 
@@ -348,10 +390,14 @@ def decode_avro_block_content(
     arrow_schema: pa.Schema,
     *,
     vectorized: bool = True,
+    source: str = "",
 ) -> pa.Table:
-    """Decode the content of an AVRO_DATA block (version 3) into a table of ``arrow_schema``."""
+    """Decode the content of an AVRO_DATA block (version 3) into a table of ``arrow_schema``.
+
+    ``source`` (the block's file and offset) leads the message of a column that cannot be read.
+    """
     starts, ends = _block_frames(content)
-    return _decode(content, starts, ends, writer_schema, arrow_schema, vectorized=vectorized)
+    return _decode(content, starts, ends, writer_schema, arrow_schema, vectorized=vectorized, source=source)
 
 
 def decode_avro_records(
@@ -387,6 +433,7 @@ def _decode(
     arrow_schema: pa.Schema,
     *,
     vectorized: bool,
+    source: str = "",
 ) -> pa.Table:
     record = parse_record(writer_schema)
     writer_fields = {f.name: f for f in record.fields}
@@ -416,7 +463,8 @@ def _decode(
                 raise SchemaError(f"field {field.name!r} is not in the writer schema and not nullable")
             arrays.append(pa.chunked_array([pa.nulls(len(starts), field.type)], field.type))
             continue
-        chunks = [conform(c, field.type, field.name) for c in columns[field.name]]
+        where = f"{source}: {field.name}" if source else field.name
+        chunks = [conform(c, field.type, where) for c in columns[field.name]]
         column = pa.chunked_array(chunks, field.type)
         if not field.nullable and column.null_count:
             raise SchemaError(f"field {field.name!r} is not nullable but the data holds nulls")

@@ -172,8 +172,11 @@ class ServiceContext:
     def require_supported_metadata(self, service: str) -> None:
         """Refuse, before anything is written, a table whose metadata table hts cannot keep current."""
         from hoodie.metadata.sync import require_supported_metadata
+        from hoodie.read.reader import require_readable_schemas
 
         require_supported_metadata(self.table, service, secondary_ok=True)
+        if service in ("compaction", "logcompaction", "clustering"):  # they read every column
+            require_readable_schemas(self.table, service)
 
     def sync_metadata(self, timeline: ActiveTimeline, instant: Instant, payload: bytes) -> None:
         """Update the metadata table for ``instant`` (lock held; before the instant completes)."""

@@ -382,6 +382,7 @@ def log_compact_file_group(task: Task) -> TaskResult:
         stats=stats,
     )
     _check_blocks(blocks)
+    on_read = job.on_read()
     batches: list[pa.Table | DeleteEntries] = []
     for block in blocks:
         if block.block_type is BlockType.DELETE:
@@ -390,7 +391,7 @@ def log_compact_file_group(task: Task) -> TaskResult:
                 DeleteEntries(pa.array(d.keys, pa.string()), d.ordering_values, d.ordering_classes)
             )
         else:
-            batches.append(decode_data_block(block, schema))
+            batches.append(decode_data_block(block, schema, on_read=on_read))
     log_records = sum(len(b) if isinstance(b, DeleteEntries) else b.num_rows for b in batches)
     merged = merge_logs_only(batches, spec_for(merge), schema)
     scan_ms = int((time.monotonic() - started) * 1000)

@@ -19,8 +19,9 @@ from hoodie.errors import TableServiceError
 from hoodie.io.fileio import FileInfo, FileIO
 from hoodie.merge.resolve import resolve_merge_config
 from hoodie.models.commit import WriteStat
-from hoodie.read.reader import table_schema
+from hoodie.read.reader import schema_on_read, table_schema
 from hoodie.read.slice_reader import SliceReadOptions
+from hoodie.schema.internal_schema import SchemaOnRead
 from hoodie.services.base import ServiceContext, Task, open_table_for_task
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant_time import normalize
@@ -96,8 +97,16 @@ class SliceTask:
             "table_version": self.table.table_version,
             "is_committed": self.is_committed,
             "latest_instant": self.latest_instant,
+            "on_read": self.on_read(),
         }
         return SliceReadOptions(**(fields | overrides))
+
+    def on_read(self) -> SchemaOnRead | None:
+        """Schema-on-read tables: each file read with its own schema version, the output in the
+        version of the job's latest instant (the table's latest schema, as Hudi writes it)."""
+        if self.latest_instant is None:
+            return None
+        return schema_on_read(self.table, as_of=self.latest_instant)
 
 
 def require_files(fileio: FileIO, paths: Iterable[str], what: str) -> list[FileInfo]:

@@ -67,10 +67,10 @@ class Shape(StrEnum):
 
 # -- reasons ----------------------------------------------------------------------------------
 
-_SCHEMA_ON_READ = (
-    "Hudi resolves each file's columns by field id with the InternalSchema of its commit "
-    "(InternalSchemaCache, InternalSchemaMerger: renames, drops and type changes); hts reads columns by "
-    "name and would silently null or misassign renamed or dropped columns"
+_SCHEMA_ON_READ_INDEXING = (
+    "Hudi's index builds read each file with the InternalSchema of its commit (renamed and dropped "
+    "columns resolved by field id); hts's builds of column_stats, bloom_filters and secondary indexes "
+    "take the files' own column names, which a rename or drop makes differ"
 )
 _BUCKET_CLUSTERING = (
     "clustering writes new file groups with random ids, and Hudi's bucket index maps keys to file groups by "
@@ -203,9 +203,10 @@ MATRIX: Mapping[Shape, Mapping[str, str]] = MappingProxyType(
             "archival": _PARTITION_BUCKET_ARCHIVAL,
         },
         Shape.FLINK_STATE: {"clustering": _FLINK_STATE_CLUSTERING},
-        Shape.SCHEMA_ON_READ: {
-            op: _SCHEMA_ON_READ for op in (READ, WRITE, "compaction", "logcompaction", "clustering")
-        },
+        # Each file is read with the InternalSchema of its own instant, columns matched by field id
+        # (hoodie.read.reader.schema_on_read, as InternalSchemaCache / InternalSchemaMerger), and
+        # writes record latest_schema and the .schemacommit history as saveInternalSchema does.
+        Shape.SCHEMA_ON_READ: {"indexing": _SCHEMA_ON_READ_INDEXING},
         Shape.PARTIAL_UPDATES: {},
         Shape.EXPRESSION_INDEX: _EXPR_REFUSED,
         Shape.METADATA_TABLE: {},

@@ -32,6 +32,7 @@ from hoodie.merge.records import DataEntry, DeleteEntry, LogEntry
 from hoodie.merge.vectorized import DeleteEntries, MergeSpec, merge_slice, supports
 from hoodie.models.commit import RuntimeStats, WriteStat
 from hoodie.read.slice_reader import read_parquet
+from hoodie.schema.internal_schema import SchemaOnRead
 from hoodie.write.input import PreparedInput
 from hoodie.write.markers import IOType, WriteMarkers
 from hoodie.write.options import LogBlockFormat, WriteOptions
@@ -58,6 +59,7 @@ class WriteContext:
     options: WriteOptions
     markers: WriteMarkers
     merge: MergeConfig
+    on_read: SchemaOnRead | None = None  # schema-on-read tables: old base files read by column id
     log_records: dict[str, pa.Table] = field(default_factory=dict)
     """Log file path (``partition/name``) -> the records of its data block, for the metadata
     table's column stats (which would otherwise decode the file again)."""
@@ -181,7 +183,7 @@ def merge_into_base(
     partition = file_slice.partition_path
     assert file_slice.base_file is not None
     old_path = join(ctx.base_path, partition, file_slice.base_file.name)
-    base = read_parquet(ctx.fileio, old_path, ctx.schema)
+    base = read_parquet(ctx.fileio, old_path, ctx.schema, on_read=ctx.on_read)
     new = BaseFile(file_slice.file_id, _write_token(bucket), ctx.instant_time)
     ctx.markers.create(partition, new.name, IOType.MERGE)
     incoming = with_meta_fields(ctx, rows, bucket, new.name)

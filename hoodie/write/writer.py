@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 
 from hoodie.cdc.write import CDCWrite
 from hoodie.config.table_config import TableType
-from hoodie.errors import HoodieError, WriteConflictError
+from hoodie.errors import HoodieError, SchemaError, WriteConflictError
 from hoodie.file_group.base_file import new_file_id
 from hoodie.file_group.base_file_writer import write_partition_metadata
 from hoodie.file_group.file_slice import FileGroupId, FileSlice
@@ -42,8 +42,9 @@ from hoodie.metadata.sync import (
 from hoodie.metadata.table import MetadataTable
 from hoodie.models.clustering import RequestedReplaceMetadata
 from hoodie.models.commit import CommitMetadata, ReplaceCommitMetadata, WriteStat
-from hoodie.read.reader import TableReader
+from hoodie.read.reader import TableReader, require_readable_schemas, schema_on_read
 from hoodie.schema.avro_arrow import add_meta_fields, avro_to_arrow_schema
+from hoodie.schema.evolution import check_evolution, write_schema_option
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.timeline import ActiveTimeline
@@ -122,8 +123,14 @@ class HoodieWriter:
         time_source: TimeSource | None = None,
         write_props: dict[str, str] | None = None,
         heartbeat: HeartbeatConfig | None = None,
+        schema: Mapping[str, Any] | None = None,
     ) -> None:
+        """``schema``: the Avro writer schema (without meta fields) this writer records, as Hudi's
+        writer deduces it from a batch that evolves the table (checked by ``check_evolution``), or
+        given as Hudi's ``hoodie.write.schema`` in ``write_props``; None writes with the table's
+        latest schema."""
         self.table = table
+        self.schema = schema if schema is not None else write_schema_option(write_props or {})
         self.heartbeat = heartbeat or HeartbeatConfig()
         self.options = options or WriteOptions()
         self.lock = lock or InProcessLockProvider(table.base_path)
@@ -154,6 +161,15 @@ class HoodieWriter:
         schema_json = table.latest_schema_json()
         if schema_json is None:
             raise HoodieError(f"{table.base_path}: the table has no schema; create it with a schema first")
+        require_readable_schemas(table, f"{operation.value} on {table.base_path}", timeline)
+        on_read = schema_on_read(table, timeline)
+        if on_read is not None:
+            on_read.check_writable(table.base_path)
+            if self.schema is not None:
+                raise SchemaError(f"{table.base_path}: a schema-on-read table evolves by ALTER TABLE only")
+        if self.schema is not None:
+            check_evolution(schema_json, self.schema, table.base_path)
+            schema_json = dict(self.schema)
         merge = resolve_merge_config(table.config, self.write_props)
         spec = spec_for(merge)
         keygen = key_generator_from_properties({**table.config.props, **self.write_props})
@@ -196,6 +212,7 @@ class HoodieWriter:
             markers=markers,
             merge=merge,
             cdc=CDCWrite.of(table.config, meta_avro),
+            on_read=on_read,
         )
         requested_payload = (
             RequestedReplaceMetadata.empty().to_bytes(table.table_version)
@@ -212,6 +229,17 @@ class HoodieWriter:
             )
             stats = self._execute(ctx, buckets, prepared, view, spec)
             metadata = self._metadata(stats, schema_json, operation, replaced)
+            if on_read is not None:
+                now = table.reload()
+                metadata = on_read.record_write(
+                    table.fileio,
+                    table.paths.meta,
+                    table.paths.layout,
+                    instant_time,
+                    self.time_source.new_instant_time(),
+                    metadata,
+                    schema_on_read(table, now),
+                )
             done = self._complete(
                 timeline,
                 inflight,
