@@ -144,7 +144,8 @@ def table_uri(base_path: str, options: Mapping[str, str], base_uri: str | None =
     S3 has no scheme); a mismatch (e.g. ``hoodie.base.path`` in options shared by several tables)
     is refused, since the lock file would not be the one Hudi's writers of this table use."""
     found = lookup(options, BASE_PATH_KEY)
-    named = [(k, v) for k, v in (("base URI", base_uri), (BASE_PATH_KEY, found[1] if found else None)) if v]
+    given = (("base URI", base_uri), (BASE_PATH_KEY, found[1] if found else None))
+    named = [(k, _local_uri(v)) for k, v in given if v]
     for key, uri in named:
         if _path_of(uri) != _path_of(base_path) or _path_of(uri) != _path_of(named[0][1]):
             raise TableServiceError(
@@ -153,6 +154,14 @@ def table_uri(base_path: str, options: Mapping[str, str], base_uri: str | None =
                 + ": the storage-based lock would not be the file Hudi's writers of this table use"
             )
     return named[0][1] if named else base_path
+
+
+def _local_uri(uri: str) -> str:
+    """``file:/x`` (how hts's FileIO writes a local table's URI) as ``file:///x``."""
+    uri = uri.strip()
+    if uri.startswith("file:") and not uri.startswith("file://"):
+        return "file://" + uri[len("file:") :]
+    return uri
 
 
 def _path_of(uri: str) -> str:

@@ -61,6 +61,9 @@ def test_the_lock_file_follows_the_base_path() -> None:
     assert config.lock_file_uri == "s3://lake/trips/.hoodie/.locks/table_lock.json"
     config = StorageLockConfig.from_options(base_path="lake/trips", options={}, base_uri="s3://lake/trips")
     assert config.lock_file_uri == "s3://lake/trips/.hoodie/.locks/table_lock.json"
+    # a local table's URI as hts's FileIO gives it (``file:/x``)
+    config = StorageLockConfig.from_options(base_path="/x/t", options={}, base_uri="file:/x/t")
+    assert config.lock_file_uri == "file:///x/t/.hoodie/.locks/table_lock.json"
     with pytest.raises(
         TableServiceError, match=r"hoodie.base.path='s3://lake/other' is not the table at 'lake/t'"
     ):
