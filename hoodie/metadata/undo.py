@@ -20,6 +20,10 @@ A restore needs the MDT to still hold the savepoint: its deltacommit active, eve
 a file slice based at or before it (the MDT cleaner may have removed them), and no MDT partition
 built after it (rolling its build back would leave a partition the table's properties list but
 storage lacks). :func:`check_metadata_restorable` refuses otherwise, naming what is missing.
+
+This module holds the checks; the MDT rollback and restore themselves are carried out by the
+rollback and restore services (``hoodie.services.rollback.rollback_metadata_commit``,
+``hoodie.services.restore.restore_metadata_table``), which use their own machinery on the MDT.
 """
 
 from __future__ import annotations
@@ -27,13 +31,10 @@ from __future__ import annotations
 import logging
 
 from hoodie.errors import TableServiceError
-from hoodie.metadata.context import metadata_service_context
-from hoodie.metadata.init import INIT_PREFIX, files_on_storage
-from hoodie.metadata.sync import has_metadata_table, restore_updates
+from hoodie.metadata.init import INIT_PREFIX
+from hoodie.metadata.sync import has_metadata_table
 from hoodie.metadata.table import MetadataTable
-from hoodie.metadata.writer import MetadataWriter
 from hoodie.models.commit import CommitMetadata
-from hoodie.services.base import LocalRunner, ServiceContext
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant
 from hoodie.timeline.instant_time import normalize
@@ -44,8 +45,6 @@ log = logging.getLogger(__name__)
 __all__ = [
     "check_metadata_restorable",
     "check_metadata_rollback",
-    "restore_metadata_table",
-    "rollback_metadata_commit",
 ]
 
 
@@ -62,7 +61,7 @@ def _compacted_past(mdt_timeline: ActiveTimeline, deltacommit: Instant) -> Insta
     return None
 
 
-def _refuse_compacted(table: HoodieTable, mdt_timeline: ActiveTimeline, deltacommit: Instant) -> None:
+def refuse_compacted(table: HoodieTable, mdt_timeline: ActiveTimeline, deltacommit: Instant) -> None:
     compaction = _compacted_past(mdt_timeline, deltacommit)
     if compaction is not None:
         raise TableServiceError(
@@ -79,42 +78,7 @@ def check_metadata_rollback(table: HoodieTable, instant: Instant) -> None:
     mdt = MetadataTable.open(table)
     deltacommit = mdt.timeline.get(instant.requested_time, Action.DELTA_COMMIT)
     if deltacommit is not None and deltacommit.is_completed:
-        _refuse_compacted(table, mdt.timeline, deltacommit)
-
-
-def rollback_metadata_commit(ctx: ServiceContext, target_time: str, rollback_time: str) -> Instant | None:
-    """Roll back the MDT deltacommit at ``target_time`` with an MDT rollback at ``rollback_time``
-    (call with the table lock held, before the data rollback completes); None if it has none."""
-    from hoodie.services.recovery import pending_rollbacks
-    from hoodie.services.rollback import execute_rollback, schedule_rollback
-
-    table = ctx.table
-    mctx = metadata_service_context(table, ctx)
-    mdt = mctx.table
-    tl = mdt.reload()
-    planned = pending_rollbacks(mdt, tl).get(target_time)
-    target = tl.get(target_time, Action.DELTA_COMMIT)
-    if planned is None and target is None:
-        log.info(
-            "%s: %s never reached the metadata table; nothing to roll back there",
-            table.base_path,
-            target_time,
-        )
-        return None
-    if planned is not None:
-        mdt_rollback = planned[0].requested_time
-    else:
-        assert target is not None
-        if target.is_completed:
-            _refuse_compacted(table, tl, target)
-        scheduled = schedule_rollback(
-            mctx, target_time, action=Action.DELTA_COMMIT, verify=False, rollback_time=rollback_time
-        )
-        assert scheduled.instant_time is not None
-        mdt_rollback = scheduled.instant_time
-    done, _ = execute_rollback(mctx, mdt_rollback, LocalRunner())
-    log.info("%s: rolled back metadata-table deltacommit %s (%s)", table.base_path, target_time, done)
-    return done
+        refuse_compacted(table, mdt.timeline, deltacommit)
 
 
 # -- restore ------------------------------------------------------------------------------------
@@ -179,53 +143,3 @@ def _is_build(instant: Instant, meta: CommitMetadata) -> bool:
     """Whether an MDT deltacommit built partitions: at an initialisation time, or (Hudi's
     ``CREATE INDEX`` may build at a regular time) recorded as a bulk insert; updates are upserts."""
     return instant.requested_time.startswith(INIT_PREFIX) or meta.operation_type in _BUILD_OPERATIONS
-
-
-def restore_metadata_table(ctx: ServiceContext, savepoint_time: str) -> Instant | None:
-    """Restore the MDT to ``savepoint_time`` and sync it with storage (call with the table lock
-    held, after the data rollbacks and before the data restore completes)."""
-    from hoodie.services.restore import execute_restore, schedule_restore
-
-    table = ctx.table
-    if not has_metadata_table(table):
-        return None
-    mctx = metadata_service_context(table, ctx)
-    pending = mctx.table.reload().pending().actions(Action.RESTORE)
-    if pending:
-        restore_time = pending.instants[0].requested_time
-    else:
-        scheduled = schedule_restore(mctx, savepoint_time, to_instant=True)
-        assert scheduled.instant_time is not None
-        restore_time = scheduled.instant_time
-    execute_restore(mctx, restore_time, LocalRunner())
-    data_timeline = table.reload()
-    mdt = MetadataTable.open(table, data_timeline)
-    listed = mdt.list_files()
-    stored = files_on_storage(table, data_timeline)
-    added = {
-        p: {n: size for n, size in files.items() if listed.get(p, {}).get(n) != size}
-        for p, files in stored.items()
-    }
-    deleted = {p: [n for n in files if n not in stored.get(p, {})] for p, files in listed.items()}
-    gone = [p for p in listed if p not in stored]
-    sync_time = ctx.new_instant_time(lock_held=True)
-    updates = restore_updates(
-        table,
-        data_timeline,
-        sync_time,
-        added={p: f for p, f in added.items() if f},
-        deleted={p: n for p, n in deleted.items() if n},
-        partitions_deleted=gone,
-    )
-    done = MetadataWriter(table).commit(
-        sync_time, updates, lambda: ctx.new_instant_time(lock_held=True), operation="UPSERT_PREPPED"
-    )
-    log.info(
-        "%s: metadata table restored to %s and synced with storage at %s (%d files added, %d removed)",
-        table.base_path,
-        savepoint_time,
-        done,
-        sum(len(f) for f in added.values()),
-        sum(len(n) for n in deleted.values()),
-    )
-    return done

@@ -47,7 +47,7 @@ from hoodie.services.base import (
 from hoodie.services.claim import claim_instant, require_pending
 from hoodie.services.clustering_copy import BINARY_COPY_STRATEGIES, binary_copy_refusal, copy_group
 from hoodie.services.layout import LayoutOptions, parse_sort_columns, sort_for_layout
-from hoodie.services.recovery import recover_inflight
+from hoodie.services.rollback import recover_inflight
 from hoodie.services.slice_tasks import (
     SliceTask,
     latest_writer_schema,

@@ -49,7 +49,7 @@ from hoodie.services.base import (
 )
 from hoodie.services.claim import claim_instant, require_pending
 from hoodie.services.options import int_option
-from hoodie.services.recovery import recover_inflight
+from hoodie.services.rollback import recover_inflight
 from hoodie.services.slice_tasks import (
     SliceTask,
     latest_writer_schema,

@@ -17,13 +17,10 @@ from dataclasses import dataclass
 from typing import ClassVar, NoReturn
 
 from hoodie.errors import TableServiceError
-from hoodie.metadata.services import (
-    MetadataTablePolicy,
-    deltacommits_since_last_compaction,
-    maintain_after_commit,
-    maintain_metadata_table,
-    metadata_service_context,
-)
+from hoodie.metadata.compaction import deltacommits_since_last_compaction
+from hoodie.metadata.context import metadata_service_context
+from hoodie.metadata.policy import MetadataTablePolicy
+from hoodie.metadata.services import maintain_after_commit, maintain_metadata_table
 from hoodie.metadata.sync import has_metadata_table
 from hoodie.models.base import AvroRecord
 from hoodie.services.archival import plan_archival

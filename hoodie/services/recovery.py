@@ -12,9 +12,9 @@ instant (``ListingBasedRollbackStrategy``). Table versions differ:
   new log file instead (requests grouped per file group).
 
 An instant counts as abandoned once its heartbeat expired (Hudi's LAZY failed-writes policy); an
-instant whose heartbeat is alive is never rolled back. :func:`recover_inflight` puts an abandoned
-compaction, log compaction or clustering back to REQUESTED through a recorded rollback, so that its
-immutable plan runs again.
+instant whose heartbeat is alive is never rolled back. ``hoodie.services.rollback.recover_inflight``
+puts an abandoned compaction, log compaction or clustering back to REQUESTED through a recorded
+rollback, so that its immutable plan runs again.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import logging
 import time
 from collections.abc import Iterable
 
-from hoodie.errors import InstantBusyError, TableServiceError
+from hoodie.errors import TableServiceError
 from hoodie.file_group.base_file import BaseFile
 from hoodie.file_group.file_slice import FileSlice
 from hoodie.file_group.log_file import LogFile
@@ -32,7 +32,6 @@ from hoodie.file_group.view import list_partition_paths
 from hoodie.io.fileio import FileIO, join
 from hoodie.models.commit import CommitMetadata, WriteStat
 from hoodie.models.rollback import InstantInfo, RollbackPlan, RollbackRequest
-from hoodie.services.base import LocalRunner, ServiceContext
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.instant_time import normalize
@@ -400,41 +399,3 @@ def rollback_candidates(
                 continue
         out.append(instant)
     return sorted(out, key=lambda i: i.sort_key, reverse=True)
-
-
-# -- recovering a table service ---------------------------------------------------------------
-
-
-def recover_inflight(ctx: ServiceContext, instant: Instant) -> list[str]:
-    """Roll back an abandoned inflight compaction, log compaction or clustering attempt.
-
-    Records a rollback instant (or resumes one an earlier recovery left pending) that deletes what
-    the attempt wrote and removes its inflight file; the REQUESTED plan stays. Refuses while another
-    process beats for the instant (unless ``ctx`` claimed it). Returns the files deleted.
-    """
-    from hoodie.services.rollback import execute_rollback, schedule_rollback  # rollback plans with us
-
-    table = ctx.table
-    ts = instant.requested_time
-    if ts not in ctx.owned_instants and not is_heartbeat_expired(
-        table.fileio, table.paths, ts, ctx.heartbeat
-    ):
-        raise InstantBusyError(
-            f"{instant} on {table.base_path} is being executed by another process (its heartbeat is alive); "
-            "not rolling it back"
-        )
-    current = table.reload().get(ts, instant.action)
-    if current is None or not current.is_inflight:
-        return []
-    scheduled = schedule_rollback(ctx, ts, action=current.action, reason=f"re-running {current}")
-    assert scheduled.instant_time is not None
-    _, metadata = execute_rollback(ctx, scheduled.instant_time, LocalRunner(), delete_instants=False)
-    removed = [f for p in metadata.partition_metadata.values() for f in p.success_delete_files]
-    log.warning(
-        "%s: rolled back abandoned attempt of %s with rollback %s (%d file(s) removed)",
-        table.base_path,
-        instant,
-        scheduled.instant_time,
-        len(removed),
-    )
-    return removed

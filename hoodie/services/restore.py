@@ -21,11 +21,17 @@ import logging
 import time
 
 from hoodie.errors import InstantBusyError, TableServiceError
-from hoodie.metadata.undo import check_metadata_restorable, restore_metadata_table
+from hoodie.metadata.context import metadata_service_context
+from hoodie.metadata.init import files_on_storage
+from hoodie.metadata.sync import has_metadata_table, restore_updates
+from hoodie.metadata.table import MetadataTable
+from hoodie.metadata.undo import check_metadata_restorable
+from hoodie.metadata.writer import MetadataWriter
 from hoodie.models.restore import RestoreMetadata, RestorePlan
 from hoodie.models.rollback import InstantInfo, RollbackMetadata
 from hoodie.services.base import (
     ExecutionResult,
+    LocalRunner,
     Runner,
     Scheduled,
     ServiceContext,
@@ -262,3 +268,51 @@ class RestoreService:
 
 
 register_service(RestoreService())
+
+
+def restore_metadata_table(ctx: ServiceContext, savepoint_time: str) -> Instant | None:
+    """Restore the MDT to ``savepoint_time`` and sync it with storage (call with the table lock
+    held, after the data rollbacks and before the data restore completes)."""
+    table = ctx.table
+    if not has_metadata_table(table):
+        return None
+    mctx = metadata_service_context(table, ctx)
+    pending = mctx.table.reload().pending().actions(Action.RESTORE)
+    if pending:
+        restore_time = pending.instants[0].requested_time
+    else:
+        scheduled = schedule_restore(mctx, savepoint_time, to_instant=True)
+        assert scheduled.instant_time is not None
+        restore_time = scheduled.instant_time
+    execute_restore(mctx, restore_time, LocalRunner())
+    data_timeline = table.reload()
+    mdt = MetadataTable.open(table, data_timeline)
+    listed = mdt.list_files()
+    stored = files_on_storage(table, data_timeline)
+    added = {
+        p: {n: size for n, size in files.items() if listed.get(p, {}).get(n) != size}
+        for p, files in stored.items()
+    }
+    deleted = {p: [n for n in files if n not in stored.get(p, {})] for p, files in listed.items()}
+    gone = [p for p in listed if p not in stored]
+    sync_time = ctx.new_instant_time(lock_held=True)
+    updates = restore_updates(
+        table,
+        data_timeline,
+        sync_time,
+        added={p: f for p, f in added.items() if f},
+        deleted={p: n for p, n in deleted.items() if n},
+        partitions_deleted=gone,
+    )
+    done = MetadataWriter(table).commit(
+        sync_time, updates, lambda: ctx.new_instant_time(lock_held=True), operation="UPSERT_PREPPED"
+    )
+    log.info(
+        "%s: metadata table restored to %s and synced with storage at %s (%d files added, %d removed)",
+        table.base_path,
+        savepoint_time,
+        done,
+        sum(len(f) for f in added.values()),
+        sum(len(n) for n in deleted.values()),
+    )
+    return done

@@ -23,6 +23,8 @@ from hoodie.errors import InstantBusyError, TableServiceError
 from hoodie.file_group.log_block import rollback_block
 from hoodie.file_group.log_file import LogFile
 from hoodie.io.fileio import join
+from hoodie.metadata.context import metadata_service_context
+from hoodie.metadata.undo import check_metadata_rollback, refuse_compacted
 from hoodie.models.rollback import (
     InstantInfo,
     RollbackMetadata,
@@ -31,6 +33,7 @@ from hoodie.models.rollback import (
 )
 from hoodie.services.base import (
     ExecutionResult,
+    LocalRunner,
     Runner,
     Scheduled,
     ServiceContext,
@@ -73,12 +76,6 @@ def check_completed_rollback(tl: ActiveTimeline, instant: Instant) -> None:
         raise TableServiceError(
             f"cannot roll back {instant}: instants after it must be rolled back first: {later}"
         )
-
-
-def _check_metadata_rollback(table: HoodieTable, instant: Instant) -> None:
-    from hoodie.metadata.undo import check_metadata_rollback
-
-    check_metadata_rollback(table, instant)
 
 
 def check_abandoned(ctx: ServiceContext, instant: Instant) -> None:
@@ -127,7 +124,7 @@ def schedule_rollback(
             )
         if instant.is_completed and verify and not is_restore:
             check_completed_rollback(tl, instant)
-            _check_metadata_rollback(table, instant)
+            check_metadata_rollback(table, instant)
         if not instant.is_completed and verify and not is_restore:
             check_abandoned(ctx, instant)
         existing = pending_rollbacks(table, tl).get(instant.requested_time)
@@ -292,7 +289,7 @@ def execute_rollback(
         if target is not None and target.is_completed:
             with locked(ctx.table_lock, ctx.lock_timeout_s):  # unpublish before deleting its files
                 if publish:
-                    _check_metadata_rollback(table, target)
+                    check_metadata_rollback(table, target)
                 table.reload().delete_state(info.commit_time, State.COMPLETED, target_action)
         crash_point("rollback.after_inflight")
         requests = plan.rollback_requests or []
@@ -348,8 +345,6 @@ def _finish(
         action = Action(info.action)
         target = fresh.get(info.commit_time, action)
         if publish and table.has_metadata_table:  # a restore restores the metadata table itself
-            from hoodie.metadata.undo import rollback_metadata_commit
-
             rollback_metadata_commit(ctx, info.commit_time, current.requested_time)
         if target is not None and revert:
             fresh.delete_state(info.commit_time, State.INFLIGHT, action)
@@ -441,3 +436,71 @@ class RollbackService:
 
 
 register_service(RollbackService())
+
+
+def rollback_metadata_commit(ctx: ServiceContext, target_time: str, rollback_time: str) -> Instant | None:
+    """Roll back the MDT deltacommit at ``target_time`` with an MDT rollback at ``rollback_time``
+    (call with the table lock held, before the data rollback completes); None if it has none."""
+    table = ctx.table
+    mctx = metadata_service_context(table, ctx)
+    mdt = mctx.table
+    tl = mdt.reload()
+    planned = pending_rollbacks(mdt, tl).get(target_time)
+    target = tl.get(target_time, Action.DELTA_COMMIT)
+    if planned is None and target is None:
+        log.info(
+            "%s: %s never reached the metadata table; nothing to roll back there",
+            table.base_path,
+            target_time,
+        )
+        return None
+    if planned is not None:
+        mdt_rollback = planned[0].requested_time
+    else:
+        assert target is not None
+        if target.is_completed:
+            refuse_compacted(table, tl, target)
+        scheduled = schedule_rollback(
+            mctx, target_time, action=Action.DELTA_COMMIT, verify=False, rollback_time=rollback_time
+        )
+        assert scheduled.instant_time is not None
+        mdt_rollback = scheduled.instant_time
+    done, _ = execute_rollback(mctx, mdt_rollback, LocalRunner())
+    log.info("%s: rolled back metadata-table deltacommit %s (%s)", table.base_path, target_time, done)
+    return done
+
+
+# -- recovering a table service ---------------------------------------------------------------
+
+
+def recover_inflight(ctx: ServiceContext, instant: Instant) -> list[str]:
+    """Roll back an abandoned inflight compaction, log compaction or clustering attempt.
+
+    Records a rollback instant (or resumes one an earlier recovery left pending) that deletes what
+    the attempt wrote and removes its inflight file; the REQUESTED plan stays. Refuses while another
+    process beats for the instant (unless ``ctx`` claimed it). Returns the files deleted.
+    """
+    table = ctx.table
+    ts = instant.requested_time
+    if ts not in ctx.owned_instants and not is_heartbeat_expired(
+        table.fileio, table.paths, ts, ctx.heartbeat
+    ):
+        raise InstantBusyError(
+            f"{instant} on {table.base_path} is being executed by another process (its heartbeat is alive); "
+            "not rolling it back"
+        )
+    current = table.reload().get(ts, instant.action)
+    if current is None or not current.is_inflight:
+        return []
+    scheduled = schedule_rollback(ctx, ts, action=current.action, reason=f"re-running {current}")
+    assert scheduled.instant_time is not None
+    _, metadata = execute_rollback(ctx, scheduled.instant_time, LocalRunner(), delete_instants=False)
+    removed = [f for p in metadata.partition_metadata.values() for f in p.success_delete_files]
+    log.warning(
+        "%s: rolled back abandoned attempt of %s with rollback %s (%d file(s) removed)",
+        table.base_path,
+        instant,
+        scheduled.instant_time,
+        len(removed),
+    )
+    return removed

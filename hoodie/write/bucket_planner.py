@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -49,11 +49,9 @@ from hoodie.index.bucket import (
 )
 from hoodie.io.fileio import join
 from hoodie.table import HoodieTable
+from hoodie.write.bucket_info import Bucket
 from hoodie.write.input import PreparedInput
 from hoodie.write.options import WriteOperation
-
-if TYPE_CHECKING:
-    from hoodie.write.writer import Bucket
 
 INDEX_TYPE = "hoodie.index.type"
 BUCKET_ENGINE = "hoodie.index.bucket.engine"
@@ -197,8 +195,6 @@ class BucketLayout:
 
     def plan(self, prepared: PreparedInput, operation: WriteOperation) -> list[Bucket]:
         """Route every record to its bucket's file group (new ones for buckets without one)."""
-        from hoodie.write.writer import Bucket
-
         mor = self.table.config.is_mor
         buckets = self.buckets_of(prepared)
         partitions = prepared.partitions.to_pylist()
@@ -240,8 +236,6 @@ class BucketLayout:
 
     def plan_overwrite(self, prepared: PreparedInput) -> list[Bucket]:
         """insert_overwrite: a new file group per bucket written (``SparkBucketIndexPartitioner``)."""
-        from hoodie.write.writer import Bucket
-
         buckets = self.buckets_of(prepared)
         planned: dict[tuple[str, int], Bucket] = {}
         partitions = prepared.partitions.to_pylist()

@@ -1,9 +1,10 @@
 """The writer: insert, upsert, delete, bulk_insert and insert_overwrite for COW and MOR tables.
 
 A write validates and prepares its input before touching storage, tags keys to file groups,
-plans which file groups receive which records (updates in place, inserts into small files
-first, then new file groups), writes the files under markers, and completes the instant
-under the table lock after checking that no concurrent commit touched the same file groups.
+plans which file groups receive which records (:mod:`hoodie.write.partitioner`: updates in
+place, inserts into small files first, then new file groups), writes the files under markers,
+and completes the instant under the table lock after checking that no concurrent commit touched
+the same file groups.
 If anything fails after the instant was requested, the files it wrote and the instant are
 removed again.
 """
@@ -12,9 +13,8 @@ from __future__ import annotations
 
 import json
 import logging
-import math
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -24,9 +24,8 @@ import pyarrow.parquet as pq
 from hoodie.cdc.write import CDCWrite
 from hoodie.config.table_config import TableType
 from hoodie.errors import HoodieError, SchemaError, WriteConflictError
-from hoodie.file_group.base_file import new_file_id
 from hoodie.file_group.base_file_writer import write_partition_metadata
-from hoodie.file_group.file_slice import FileGroupId, FileSlice
+from hoodie.file_group.file_slice import FileGroupId
 from hoodie.keygen import key_generator_from_properties
 from hoodie.merge.resolve import resolve_merge_config
 from hoodie.merge.vectorized import DeleteEntries, MergeSpec, arrow_family, spec_for
@@ -52,12 +51,13 @@ from hoodie.transaction.commit import NoConflictingCommit, StillInflight, commit
 from hoodie.transaction.heartbeat import Heartbeat, HeartbeatConfig
 from hoodie.transaction.lock import InProcessLockProvider, LockProvider
 from hoodie.transaction.time_generator import TimeSource, WaitBasedTimeGenerator
-from hoodie.write.bucket_planner import BucketLayout, same_buckets
+from hoodie.write.bucket_info import Bucket
+from hoodie.write.bucket_planner import same_buckets
 from hoodie.write.handles import WriteContext, append_to_log, create_base_file, merge_into_base
-from hoodie.write.index import tag_keys
 from hoodie.write.input import PreparedInput, dedupe, prepare_input
 from hoodie.write.markers import WriteMarkers
 from hoodie.write.options import BulkInsertSortMode, WriteOperation, WriteOptions
+from hoodie.write.partitioner import WritePartitioner
 
 log = logging.getLogger(__name__)
 
@@ -73,20 +73,6 @@ _WRAPPER_BY_FAMILY = {
     "decimal": "DecimalWrapper",
     "timestamp": "TimestampMicrosWrapper",
 }
-
-
-@dataclass
-class Bucket:
-    """The records one file group receives in this write."""
-
-    kind: str  # "create", "merge" or "append"
-    partition: str
-    file_id: str
-    file_slice: FileSlice | None = None
-    rows: list[int] = field(default_factory=list)  # indices into the prepared input: data rows
-    deletes: list[int] = field(default_factory=list)  # indices: keys to delete
-    concat: bool = False
-    inserts: list[int] = field(default_factory=list)  # indices: rows new to the table (small-file inserts)
 
 
 @dataclass(frozen=True)
@@ -185,12 +171,9 @@ class HoodieWriter:
 
         view = table.file_system_view(timeline=timeline)
         table.shape(self.write_props, view).check("write", operation.value)  # before anything is written
-        slices_by_partition = self._live_slices(view, prepared.partition_values())
-        if operation.is_overwrite:
-            buckets, replaced = self._plan_overwrite(prepared, view, operation)
-        else:
-            replaced = {}
-            buckets = self._plan(prepared, operation, slices_by_partition, view, timeline)
+        partitioner = WritePartitioner(table, self.options, self.write_props)
+        buckets, replaced = partitioner.plan(prepared, operation, view, timeline)
+        self._bucketed = partitioner.bucketed
         self._check_pending_clustering(buckets, timeline)
         require_supported_metadata(table, f"{operation.value} on {table.base_path}")
 
@@ -324,157 +307,6 @@ class HoodieWriter:
         return (
             Action.DELTA_COMMIT if self.table.config.table_type is TableType.MERGE_ON_READ else Action.COMMIT
         )
-
-    def _live_slices(self, view: Any, partitions: Iterable[str]) -> dict[str, list[FileSlice]]:
-        existing = set(view.partitions())
-        return {p: view.latest_file_slices([p]) for p in partitions if p in existing}
-
-    def _avg_record_size(self, timeline: ActiveTimeline) -> int:
-        threshold = self.options.small_file_limit
-        for instant in reversed(timeline.completed().writes().instants):
-            meta = self.table.commit_metadata(instant, timeline)
-            stats = list(meta.write_stats())
-            total_bytes = sum(s.total_write_bytes or 0 for s in stats)
-            records = sum(s.num_writes or 0 for s in stats)
-            if total_bytes > threshold and records > 0:
-                return max(1, math.ceil(total_bytes / records))
-        return self.options.record_size_estimate
-
-    def _records_per_new_file(self, avg: int) -> int:
-        if self.options.auto_split_inserts:
-            return max(1, self.options.max_file_size // max(avg, 1))
-        return max(1, self.options.insert_split_size)
-
-    def _plan(
-        self,
-        prepared: PreparedInput,
-        operation: WriteOperation,
-        slices_by_partition: dict[str, list[FileSlice]],
-        view: Any,
-        timeline: ActiveTimeline,
-    ) -> list[Bucket]:
-        bucketed = self._bucket_layout(view, operation, prepared)
-        if bucketed is not None:
-            return bucketed.plan(prepared, operation)
-        mor = self.table.config.is_mor
-        buckets: dict[str, Bucket] = {}
-        inserts: dict[str, list[int]] = {}
-        tagged: list[FileSlice | None] = [None] * prepared.num_rows
-        if operation.looks_up_index and prepared.num_rows:
-            tagged = tag_keys(
-                self.table.fileio,
-                self.table.base_path,
-                slices_by_partition,
-                prepared.keys,
-                prepared.partitions,
-                self.table.table_version,
-                view.is_committed,
-            ).slices
-        partitions = prepared.partitions.to_pylist()
-        for i, found in enumerate(tagged):
-            delete = operation is WriteOperation.DELETE or bool(prepared.is_delete[i])
-            if found is None:
-                if not delete:
-                    inserts.setdefault(partitions[i], []).append(i)
-                continue
-            bucket = buckets.get(found.file_id)
-            if bucket is None:
-                kind = "append" if mor else "merge"
-                bucket = buckets[found.file_id] = Bucket(kind, found.partition_path, found.file_id, found)
-            if operation is WriteOperation.DELETE or (mor and delete):
-                bucket.deletes.append(i)
-            else:
-                bucket.rows.append(i)
-        if operation is not WriteOperation.DELETE:
-            self._assign_inserts(inserts, buckets, slices_by_partition, view, operation, timeline)
-        return list(buckets.values())
-
-    def _assign_inserts(
-        self,
-        inserts: dict[str, list[int]],
-        buckets: dict[str, Bucket],
-        slices_by_partition: dict[str, list[FileSlice]],
-        view: Any,
-        operation: WriteOperation,
-        timeline: ActiveTimeline,
-    ) -> None:
-        if not inserts:
-            return
-        avg = self._avg_record_size(timeline)
-        per_file = self._records_per_new_file(avg)
-        pending_compaction = self.table.pending_compaction_operations(timeline)
-        pending_clustering = self.table.pending_clustering_file_groups(timeline)
-        mor = self.table.config.is_mor
-        concat = operation is WriteOperation.INSERT
-        for partition, rows in inserts.items():
-            if operation is WriteOperation.BULK_INSERT:
-                small: list[FileSlice] = []
-            else:
-                small = sorted(
-                    (
-                        s
-                        for s in slices_by_partition.get(partition, [])
-                        if s.base_file is not None
-                        and s.base_file.size < self.options.small_file_limit
-                        and s.group_id not in pending_compaction
-                        and s.group_id not in pending_clustering
-                        and not (mor and (s.log_files or s.file_id in buckets))
-                    ),
-                    key=lambda s: s.base_file.size if s.base_file else 0,
-                )
-            remaining = list(rows)
-            for s in small:
-                if not remaining:
-                    break
-                assert s.base_file is not None
-                capacity = max(0, (self.options.max_file_size - s.base_file.size) // max(avg, 1))
-                if capacity == 0:
-                    continue
-                take, remaining = remaining[:capacity], remaining[capacity:]
-                bucket = buckets.get(s.file_id)
-                if bucket is None:
-                    bucket = buckets[s.file_id] = Bucket("merge", partition, s.file_id, s, concat=concat)
-                bucket.rows.extend(take)
-                bucket.inserts.extend(take)
-            for start in range(0, len(remaining), per_file):
-                chunk = remaining[start : start + per_file]
-                file_id = new_file_id()
-                buckets[file_id] = Bucket("create", partition, file_id, None, chunk)
-
-    def _plan_overwrite(
-        self, prepared: PreparedInput, view: Any, operation: WriteOperation
-    ) -> tuple[list[Bucket], dict[str, list[str]]]:
-        bucketed = self._bucket_layout(view, operation, prepared)
-        partitions = prepared.partitions.to_pylist()
-        targets = (
-            set(view.partitions()) if operation is WriteOperation.INSERT_OVERWRITE_TABLE else set(partitions)
-        )
-        replaced: dict[str, list[str]] = {}
-        for p in sorted(targets & set(view.partitions())):
-            ids = [s.file_id for s in view.latest_file_slices([p])]
-            if ids:
-                replaced[p] = ids
-        if bucketed is not None:
-            return bucketed.plan_overwrite(prepared), replaced
-        per_file = self._records_per_new_file(self.options.record_size_estimate)
-        by_partition: dict[str, list[int]] = {}
-        for i, p in enumerate(partitions):
-            if not prepared.is_delete[i]:
-                by_partition.setdefault(p, []).append(i)
-        buckets = []
-        for p, rows in by_partition.items():
-            for start in range(0, len(rows), per_file):
-                buckets.append(Bucket("create", p, new_file_id(), None, rows[start : start + per_file]))
-        return buckets, replaced
-
-    def _bucket_layout(
-        self, view: Any, operation: WriteOperation, prepared: PreparedInput
-    ) -> BucketLayout | None:
-        """The simple bucket index's routing for this write (refusals raise before anything is written)."""
-        partitions = prepared.partition_values()
-        layout = BucketLayout.resolve(self.table, self.write_props, view, operation, partitions)
-        self._bucketed = layout is not None
-        return layout
 
     def _check_pending_clustering(self, buckets: list[Bucket], timeline: ActiveTimeline) -> None:
         pending = self.table.pending_clustering_file_groups(timeline)

@@ -14,7 +14,8 @@ import pytest
 
 from hoodie.config.table_config import TableType, TableVersion
 from hoodie.errors import TableServiceError
-from hoodie.metadata.services import MetadataTablePolicy, maintain_metadata_table
+from hoodie.metadata.policy import MetadataTablePolicy
+from hoodie.metadata.services import maintain_metadata_table
 from hoodie.metadata.table import MetadataTable, open_metadata_table
 from hoodie.models.clean import CleaningPolicy
 from hoodie.read.reader import TableReader
@@ -271,7 +272,6 @@ def test_a_rollback_killed_after_the_metadata_table_rollback_is_finished_by_the_
     """Killed once while the metadata table's rollback is inflight and once after it completed,
     before the data rollback did: each next run finishes what is left, and both tables agree."""
     import hoodie.services.rollback as rollback_module
-    from hoodie.metadata import undo
 
     path = tmp_path / "t"
     _indexed_table(path, TableType.MERGE_ON_READ, TableVersion.EIGHT)
@@ -302,13 +302,13 @@ def test_a_rollback_killed_after_the_metadata_table_rollback_is_finished_by_the_
     mdt_rb = open_metadata_table(_open(path)).reload().get(rb, Action.ROLLBACK)
     assert mdt_rb is not None and mdt_rb.is_inflight
 
-    real_rollback_mdt = undo.rollback_metadata_commit
+    real_rollback_mdt = rollback_module.rollback_metadata_commit
 
     def data_dies_after(ctx: ServiceContext, target: str, rollback_time: str) -> object:
         real_rollback_mdt(ctx, target, rollback_time)
         raise Killed
 
-    monkeypatch.setattr(undo, "rollback_metadata_commit", data_dies_after)
+    monkeypatch.setattr(rollback_module, "rollback_metadata_commit", data_dies_after)
     with pytest.raises(Killed):
         rollback_module.execute_rollback(ServiceContext(_open(path)), rb, LocalRunner())
     monkeypatch.undo()

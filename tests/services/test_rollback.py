@@ -23,8 +23,14 @@ from hoodie.models.rollback import RollbackPlan
 from hoodie.read.reader import TableReader
 from hoodie.services.base import LocalRunner, ServiceContext, Task, TaskFunction, TaskResult, service_named
 from hoodie.services.compaction import CompactionPolicy, execute_compaction, schedule_compaction
-from hoodie.services.recovery import recover_inflight, rollback_candidates
-from hoodie.services.rollback import RollbackService, execute_rollback, rollback, schedule_rollback
+from hoodie.services.recovery import rollback_candidates
+from hoodie.services.rollback import (
+    RollbackService,
+    execute_rollback,
+    recover_inflight,
+    rollback,
+    schedule_rollback,
+)
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.transaction.heartbeat import Heartbeat, HeartbeatConfig

@@ -25,14 +25,13 @@ from hudi import HudiFileGroupReader
 
 from hoodie.bloom import deserialize_bloom_filter
 from hoodie.hfile.reader import HFileReader
+from hoodie.metadata.compaction import compact_metadata_table, deltacommits_since_last_compaction
 from hoodie.metadata.keys import partition_id
+from hoodie.metadata.policy import MetadataTablePolicy
 from hoodie.metadata.records import MetadataPartition, Payload, files_payload, metadata_schema
 from hoodie.metadata.services import (
-    MetadataTablePolicy,
     archive_metadata_table,
     clean_metadata_table,
-    compact_metadata_table,
-    deltacommits_since_last_compaction,
     earliest_data_instant_to_keep,
     maintain_metadata_table,
 )
