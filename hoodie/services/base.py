@@ -126,6 +126,8 @@ class ServiceContext:
     lock_timeout_s: float = 60.0
     owned_instants: set[str] = field(default_factory=set)
     """Pending instants this context claimed (``hoodie.services.claim``): their live heartbeat is ours."""
+    shape_checked: str | None = None
+    """The service whose shape check let this context execute: its commits check it again."""
 
     def __post_init__(self) -> None:
         if self.lock is None:
@@ -207,10 +209,15 @@ class ServiceContext:
             completion_time=self.completion_time,
             lock=self.table_lock,
             timeout_s=self.lock_timeout_s,
-            requirements=[StillInflight(), *requirements],
+            requirements=[StillInflight(), *self._shape_requirement(), *requirements],
             sync=sync,
             upkeep=self.maintain_metadata,
         )
+
+    def _shape_requirement(self) -> list[Requirement]:
+        from hoodie.shape.table_shape import ShapeAllows
+
+        return [] if self.shape_checked is None else [ShapeAllows(self.shape_checked, self.options)]
 
     def completion_time(self, timeline: ActiveTimeline) -> str | None:
         """A completion time minted under the lock (timeline layout 2), or None (layout 1)."""
@@ -307,7 +314,11 @@ def _shape_checked(service: TableService) -> None:
     @functools.wraps(execute)
     def checked_execute(ctx: ServiceContext, instant_time: str, runner: Runner) -> ExecutionResult:
         ctx.check_shape(service.name)
-        return execute(ctx, instant_time, runner)
+        previous, ctx.shape_checked = ctx.shape_checked, service.name  # its commit checks again
+        try:
+            return execute(ctx, instant_time, runner)
+        finally:
+            ctx.shape_checked = previous
 
     object.__setattr__(service, "schedule", checked_schedule)
     object.__setattr__(service, "execute", checked_execute)

@@ -113,6 +113,21 @@ class TableShape:
         return cls(where, tuple(features))
 
 
+@dataclass(frozen=True)
+class ShapeAllows:
+    """A commit requirement (``hoodie.transaction.commit``): the table's shape, read again under the
+    lock, still allows ``operation`` (checked before the operation wrote anything; another writer
+    may have changed the table since, e.g. Hudi's ``CREATE INDEX`` or a property update)."""
+
+    operation: str
+    options: Mapping[str, str] = field(default_factory=dict)
+    write_operation: str | None = None
+
+    def check(self, table: HoodieTable, timeline: object, instant: object) -> None:
+        table.reload_config()  # properties and index definitions as they are now
+        table.shape(self.options).check(self.operation, self.write_operation)
+
+
 def _declared_index(options: Mapping[str, str]) -> list[ShapeFeature]:
     if (options.get(EXPRESSION_INDEX_ENABLE_KEY) or "").strip().lower() == "true":
         evidence = f"{EXPRESSION_INDEX_ENABLE_KEY}=true (declared)"

@@ -44,6 +44,7 @@ from hoodie.models.commit import CommitMetadata, ReplaceCommitMetadata, WriteSta
 from hoodie.read.reader import TableReader, require_readable_schemas, schema_on_read
 from hoodie.schema.avro_arrow import add_meta_fields, avro_to_arrow_schema
 from hoodie.schema.evolution import check_evolution, write_schema_option
+from hoodie.shape.table_shape import ShapeAllows
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.timeline import ActiveTimeline
@@ -233,6 +234,7 @@ class HoodieWriter:
                 lambda fresh: self._record_index_changes(buckets, prepared, replaced, fresh),
                 ctx.log_records,
                 ctx.base_footers,
+                operation,
             )
         except BaseException:
             self._abort(timeline, instant_time, markers)
@@ -451,6 +453,7 @@ class HoodieWriter:
         record_index: Callable[[ActiveTimeline], RecordIndexChanges | None],
         log_records: Mapping[str, pa.Table],
         base_footers: Mapping[str, pq.FileMetaData],
+        operation: WriteOperation,
     ) -> Instant:
         touched = {FileGroupId(s.partition_path or "", s.file_id or "") for s in stats}
         touched |= {FileGroupId(p, f) for p, ids in replaced.items() for f in ids}
@@ -480,6 +483,7 @@ class HoodieWriter:
             timeout_s=self.options.lock_timeout_s,
             requirements=[
                 StillInflight(),
+                ShapeAllows("write", self.write_props, operation.value),
                 NoConflictingCommit(
                     lambda fresh: self._check_conflicts(timeline, fresh, touched, instant_time)
                 ),

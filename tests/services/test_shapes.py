@@ -13,6 +13,7 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -23,6 +24,7 @@ from hoodie.errors import UnsupportedShapeError, UnsupportedTableError
 from hoodie.index.bucket import bucket_id_str
 from hoodie.io.fileio import LocalFileIO
 from hoodie.read.reader import TableReader
+from hoodie.services.base import LocalRunner, ServiceContext, service_named
 from hoodie.shape.matrix import (
     MATRIX,
     OPEN_REFUSED,
@@ -582,3 +584,47 @@ def test_the_matrix_names_every_service_and_write_operation() -> None:
 
     assert set(SERVICE_OPERATIONS) == set(KNOWN_SERVICES)
     assert set(WRITE_OPERATIONS) == {o.value for o in WriteOperation}
+
+
+class IndexCreatedMidRun(LocalRunner):
+    """Runs the tasks, then (as Apache Hudi's ``CREATE INDEX`` could, meanwhile) registers an
+    expression index on the table: a shape that refuses what is running."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+
+    def run(self, fn: Any, tasks: Any, description: str) -> Any:
+        out = super().run(fn, tasks, description)
+        expression_index(self.path)
+        return out
+
+
+def test_the_commit_checks_the_shape_again(tmp_path: Path) -> None:
+    """A compaction allowed when it started, on a table that gained a refused shape while it ran:
+    its commit (under the lock) refuses it, and nothing completes."""
+    path = base_table(tmp_path / "t", version=TableVersion.EIGHT)
+    ctx = ServiceContext(HoodieTable.open(str(path)))
+    compaction = service_named("compaction")
+    scheduled = compaction.schedule(ctx)
+    assert scheduled is not None and scheduled.instant_time is not None
+    with pytest.raises(UnsupportedShapeError, match="expression index table .* compaction is refused"):
+        compaction.execute(ctx, scheduled.instant_time, IndexCreatedMidRun(path))
+    found = HoodieTable.open(str(path)).reload().get(scheduled.instant_time, Action.COMPACTION)
+    assert found is not None and found.is_inflight  # not completed; left for Hudi's writers
+
+
+def test_a_write_checks_the_shape_again_when_it_commits(tmp_path: Path) -> None:
+    path = base_table(tmp_path / "t", version=TableVersion.EIGHT)
+
+    class Racing(HoodieWriter):
+        def _complete(self, *args: Any, **kwargs: Any) -> Any:
+            expression_index(path)  # lands after the write's own check, before its commit
+            return super()._complete(*args, **kwargs)
+
+    before = TableReader(HoodieTable.open(str(path))).snapshot().num_rows
+    with pytest.raises(UnsupportedShapeError, match=r"expression index table .* write \(upsert\) is refused"):
+        Racing(HoodieTable.open(str(path))).upsert(rows(range(40, 44), 5))
+    table = HoodieTable.open(str(path))
+    assert not table.reload().pending().writes()  # the failed write cleaned up after itself
+    assert TableReader(table).snapshot().num_rows == before
