@@ -61,8 +61,9 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from hoodie.transaction.lock import LockError
-from service.locks.base import LockState, StateListener
+from service.locks.base import LockState
 from service.locks.dynamodb_config import TABLE_CREATION_TIMEOUT_KEY, BillingMode, DynamoDBLockConfig
+from service.locks.lease import LeaseLock
 
 __all__ = ["DynamoDBLockProvider"]
 
@@ -107,7 +108,7 @@ class _Seen:
     since: float
 
 
-class DynamoDBLockProvider:
+class DynamoDBLockProvider(LeaseLock):
     """One lock item in a DynamoDB table, shared by every thread of this process.
 
     Re-entrant for the thread holding it; other threads wait on a local condition, and one thread
@@ -131,20 +132,10 @@ class DynamoDBLockProvider:
         self.heartbeat_s = config.heartbeat_period_ms / 1000
         self.poll_s = min(1.0, self.lease_s / 4)
         self._client = client
-        self._clock = clock or time.monotonic
-        self._where = f"DynamoDB table {config.lock_table!r}, partition key {config.partition_key!r}"
-        self._cond = threading.Condition()
-        self._holder: int | None = None
-        self._count = 0
-        self._remote = threading.Lock()
+        where = f"DynamoDB table {config.lock_table!r}, partition key {config.partition_key!r}"
+        super().__init__(where, clock or time.monotonic)
         self._lease: _Lease | None = None
         self._stale: _Lease | None = None  # a lease we lost, still deleted on release if ours
-        self._generation = 0
-        self._heartbeats: list[tuple[threading.Thread, threading.Event]] = []
-        self._state = LockState.CONNECTED
-        self._listeners: list[StateListener] = []
-        self._state_guard = threading.Lock()
-        self._closed = threading.Event()
 
     @classmethod
     def from_options(
@@ -224,99 +215,10 @@ class DynamoDBLockProvider:
                 )
             time.sleep(min(1.0, max(0.05, deadline - time.monotonic())))
 
-    # -- state ----------------------------------------------------------------------------------
-
-    @property
-    def state(self) -> LockState:
-        return self._state
-
-    def add_state_listener(self, listener: StateListener) -> None:
-        with self._state_guard:
-            self._listeners.append(listener)
-
-    def _set_state(self, state: LockState) -> None:
-        with self._state_guard:
-            if self._state is state:
-                return
-            self._state = state
-            listeners = list(self._listeners)
-        log.info("%s: lock state %s", self._where, state.value)
-        for listener in listeners:
-            try:
-                listener(state)
-            except Exception:
-                log.exception("%s: a lock state listener failed", self._where)
-
     # -- the protocol ---------------------------------------------------------------------------
 
-    def acquire(self, timeout_s: float | None = None) -> None:
-        me = threading.get_ident()
-        deadline = None if timeout_s is None else self._clock() + timeout_s
-        with self._cond:
-            if self._holder == me and self._count > 0:
-                if not self._lease_valid():
-                    raise LockError(f"{self._where}: the lock held by this thread was lost")
-                self._count += 1
-                return
-            while self._holder is not None and not self._closed.is_set():
-                remaining = None if deadline is None else deadline - self._clock()
-                if remaining is not None and remaining <= 0:
-                    raise LockError(
-                        f"timed out after {timeout_s}s waiting for another thread of this process "
-                        f"holding the lock in {self._where}"
-                    )
-                self._cond.wait(remaining)
-            if self._closed.is_set():
-                raise LockError(f"{self._where}: the lock provider is closed")
-            self._holder = me
-        try:
-            self._acquire_remote(deadline, timeout_s)
-        except BaseException:
-            with self._cond:
-                self._holder = None
-                self._cond.notify()
-            raise
-        with self._cond:
-            self._count = 1
-        if self._closed.is_set():  # closed while we were acquiring
-            self.release()
-            raise LockError(f"{self._where}: the lock provider is closed")
-
-    def release(self) -> None:
-        with self._cond:
-            if self._holder != threading.get_ident() or self._count == 0:
-                return
-            self._count -= 1
-            if self._count:
-                return
-        try:
-            self._release_remote()
-        finally:
-            with self._cond:
-                self._holder = None
-                self._cond.notify()
-
-    def is_held(self) -> bool:
-        return self._holder == threading.get_ident() and self._count > 0 and self._lease_valid()
-
-    def close(self) -> None:
-        """Release the lock if held (whatever the re-entrant count), stop heartbeats, close the client."""
-        self._closed.set()
-        with self._cond:
-            self._cond.notify_all()
-        try:
-            self._release_remote()
-        finally:
-            with self._cond:
-                self._holder = None
-                self._count = 0
-                self._cond.notify_all()
-            for thread, stop in self._heartbeats:
-                stop.set()
-                if thread is not threading.current_thread():
-                    thread.join()
-            self._heartbeats.clear()
-            self._client.close()
+    def _close_backend(self) -> None:
+        self._client.close()
 
     def _lease_valid(self) -> bool:
         lease = self._lease

@@ -54,7 +54,8 @@ from typing import Any
 from hoodie.errors import TableServiceError
 from hoodie.services.options import int_option, lookup
 from hoodie.transaction.lock import LockError
-from service.locks.base import LockState, StateListener
+from service.locks.base import LockState
+from service.locks.lease import LeaseLock
 from service.locks.storage_files import (
     LOCK_FILE_NAME,
     LOCKS_FOLDER,
@@ -203,7 +204,7 @@ class _Held:
     generation: int
 
 
-class StorageBasedLockProvider:
+class StorageBasedLockProvider(LeaseLock):
     """The storage-based lock of one table, shared by every thread of this process.
 
     Re-entrant for the thread holding it; other threads wait on a local condition. One lock
@@ -228,21 +229,11 @@ class StorageBasedLockProvider:
         self.renew_s = config.renew_interval_s
         self.poll_s = min(ACQUIRE_RETRY_S, self.renew_s)
         self._store = store
-        self._clock = clock or time.monotonic
         self._wall_ms = wall_ms or _wall_ms
-        self._where = f"{store.location} (owner {self.owner}{', ' + client_id if client_id else ''})"
-        self._cond = threading.Condition()
-        self._holder: int | None = None
-        self._count = 0
-        self._remote = threading.Lock()
+        where = f"{store.location} (owner {self.owner}{', ' + client_id if client_id else ''})"
+        super().__init__(where, clock or time.monotonic)
         self._held: _Held | None = None
         self._stale: _Held | None = None  # a lease we lost: still expired on release if ours
-        self._generation = 0
-        self._heartbeats: list[tuple[threading.Thread, threading.Event]] = []
-        self._state = LockState.CONNECTED
-        self._listeners: list[StateListener] = []
-        self._state_guard = threading.Lock()
-        self._closed = threading.Event()
 
     @classmethod
     def from_options(
@@ -257,99 +248,13 @@ class StorageBasedLockProvider:
         config = StorageLockConfig.from_options(base_path=base_path, options=options, base_uri=base_uri)
         return cls(config, config.store(storage_options), client_id=client_id)
 
-    # -- state ----------------------------------------------------------------------------------
-
-    @property
-    def state(self) -> LockState:
-        return self._state
-
-    def add_state_listener(self, listener: StateListener) -> None:
-        with self._state_guard:
-            self._listeners.append(listener)
-
-    def _set_state(self, state: LockState) -> None:
-        with self._state_guard:
-            if self._state is state:
-                return
-            self._state = state
-            listeners = list(self._listeners)
-        log.info("%s: lock state %s", self._where, state.value)
-        for listener in listeners:
-            try:
-                listener(state)
-            except Exception:
-                log.exception("%s: a lock state listener failed", self._where)
-
     # -- the lock protocol ----------------------------------------------------------------------
 
-    def acquire(self, timeout_s: float | None = None) -> None:
-        me = threading.get_ident()
-        deadline = None if timeout_s is None else self._clock() + timeout_s
-        with self._cond:
-            if self._holder == me and self._count > 0:
-                if not self._valid(self._held):
-                    raise LockError(f"{self._where}: the lock held by this thread was lost")
-                self._count += 1
-                return
-            while self._holder is not None and not self._closed.is_set():
-                remaining = None if deadline is None else deadline - self._clock()
-                if remaining is not None and remaining <= 0:
-                    raise LockError(
-                        f"timed out after {timeout_s}s waiting for another thread of this process "
-                        f"holding the lock {self._where}"
-                    )
-                self._cond.wait(remaining)
-            if self._closed.is_set():
-                raise LockError(f"{self._where}: the lock provider is closed")
-            self._holder = me
-        try:
-            self._acquire_remote(deadline, timeout_s)
-        except BaseException:
-            with self._cond:
-                self._holder = None
-                self._cond.notify()
-            raise
-        with self._cond:
-            self._count = 1
-        if self._closed.is_set():  # closed while we were acquiring
-            self.release()
-            raise LockError(f"{self._where}: the lock provider is closed")
+    def _lease_valid(self) -> bool:
+        return self._valid(self._held)
 
-    def release(self) -> None:
-        with self._cond:
-            if self._holder != threading.get_ident() or self._count == 0:
-                return
-            self._count -= 1
-            if self._count:
-                return
-        try:
-            self._release_remote()
-        finally:
-            with self._cond:
-                self._holder = None
-                self._cond.notify()
-
-    def is_held(self) -> bool:
-        return self._holder == threading.get_ident() and self._count > 0 and self._valid(self._held)
-
-    def close(self) -> None:
-        """Release the lock if held (whatever the re-entrant count), stop the heartbeat, close the store."""
-        self._closed.set()
-        with self._cond:
-            self._cond.notify_all()
-        try:
-            self._release_remote()
-        finally:
-            with self._cond:
-                self._holder = None
-                self._count = 0
-                self._cond.notify_all()
-            for thread, stop in self._heartbeats:
-                stop.set()
-                if thread is not threading.current_thread():
-                    thread.join()
-            self._heartbeats.clear()
-            self._store.close()
+    def _close_backend(self) -> None:
+        self._store.close()
 
     def _valid(self, held: _Held | None) -> bool:
         """Whether ``held`` is still ours: its validUntil ahead of our wall clock, and less than a
