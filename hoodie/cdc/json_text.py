@@ -21,11 +21,10 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hoodie.metadata.keys import java_double_text
+from hoodie.schema.java_text import java_double_text, java_float_text
 
 _AVRO_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
@@ -61,24 +60,6 @@ def _jackson_string(text: str) -> str:
 
 class Float32(float):
     """A value of a ``float`` (32-bit) column: Java prints it with ``Float.toString``."""
-
-
-def java_float_text(value: float) -> str:
-    """Java's ``Float.toString``: the fewest digits that read back as the 32-bit value, laid out
-    as ``Double.toString`` lays them out (plain in [10^-3, 10^7), else ``d.dddE<exponent>``)."""
-    if math.isnan(value) or math.isinf(value) or value == 0.0:
-        return java_double_text(value)
-    text = np.format_float_scientific(np.float32(value), unique=True, trim="-")
-    mantissa, _, exp = text.partition("e")
-    sign = "-" if mantissa.startswith("-") else ""
-    digits = mantissa.lstrip("-").replace(".", "").rstrip("0") or "0"
-    exponent = int(exp)
-    if -3 <= exponent < 7:
-        if exponent < 0:
-            return f"{sign}0.{'0' * (-exponent - 1)}{digits}"
-        whole = digits[: exponent + 1].ljust(exponent + 1, "0")
-        return f"{sign}{whole}.{digits[exponent + 1 :] or '0'}"
-    return f"{sign}{digits[0]}.{digits[1:] or '0'}E{exponent}"
 
 
 def _number(value: float) -> str | None:

@@ -29,6 +29,8 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from hoodie.index.java_hash import java_list_hash
+
 _BUCKET_FILE_ID = re.compile(r"^(\d{8})-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?:-\d+)?$")
 NBCC_FILE_ID_TAIL = "-0000-0000-0000-000000000000-0"
 
@@ -77,33 +79,11 @@ def is_nbcc_bucket_file_id(file_id: str) -> bool:
 
 _NULL_PLACEHOLDER = "__null__"
 _EMPTY_PLACEHOLDER = "__empty__"
-_MASK32 = 0xFFFFFFFF
 _INT_MAX = 0x7FFFFFFF
 
 
 class BucketHashError(ValueError):
     """A record key that Hudi's hash-key extraction cannot take apart (Java would fail or loop)."""
-
-
-def _signed32(value: int) -> int:
-    value &= _MASK32
-    return value - (1 << 32) if value >= 1 << 31 else value
-
-
-def java_string_hash(text: str) -> int:
-    """Java's ``String.hashCode`` of ``text`` (a signed 32-bit int)."""
-    h = 0
-    for unit in np.frombuffer(text.encode("utf-16-le"), dtype="<u2").tolist():
-        h = (31 * h + unit) & _MASK32
-    return _signed32(h)
-
-
-def java_list_hash(items: Sequence[str | None]) -> int:
-    """Java's ``List.hashCode`` of a list of strings (``null`` elements hash to 0)."""
-    h = 1
-    for item in items:
-        h = (31 * h + (0 if item is None else java_string_hash(item))) & _MASK32
-    return _signed32(h)
 
 
 def bucket_of_hash_keys(hash_keys: Sequence[str | None], num_buckets: int) -> int:

@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import operator
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from functools import lru_cache
 
 import numpy as np
 import xxhash
 
-from hoodie.schema.java_text import java_double_text
+from hoodie.index.java_hash import java_string_hash, powers_of_31
 
 __all__ = [
     "ALL_PARTITIONS_KEY",
@@ -27,7 +26,6 @@ __all__ = [
     "file_group_index",
     "file_group_indexes",
     "hash_id",
-    "java_double_text",
     "java_string_hash",
     "partition_id",
     "partition_stats_key",
@@ -41,31 +39,6 @@ NON_PARTITIONED_NAME = "."
 """How the metadata table names the single partition of a non-partitioned table."""
 
 _XXH64_SEED = 0xFFFFFFFFDABADABA  # Java passes the int 0xdabadaba to a long parameter
-
-
-_POWERS_OF_31: list[int] = [1]
-
-
-def _powers(n: int) -> list[int]:
-    """31**(n-1), ..., 31**0 modulo 2**32 (grown on demand)."""
-    while len(_POWERS_OF_31) < n:
-        _POWERS_OF_31.append((_POWERS_OF_31[-1] * 31) & 0xFFFFFFFF)
-    return _POWERS_OF_31[n - 1 :: -1] if n else []
-
-
-def java_string_hash(text: str) -> int:
-    """Java's ``String.hashCode``: ``h = 31*h + c`` over UTF-16 code units, as a signed int32.
-
-    That is the sum of ``c[i] * 31**(n-1-i)`` modulo 2**32, computed in C over the code units."""
-    if text.isascii():
-        units: Iterable[int] = text.encode("ascii")
-        n = len(text)
-    else:
-        data = text.encode("utf-16-be")
-        n = len(data) // 2
-        units = ((data[i] << 8) | data[i + 1] for i in range(0, len(data), 2))
-    h: int = sum(map(operator.mul, units, _powers(n))) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
 
 
 def file_group_index(record_key: str, num_file_groups: int) -> int:
@@ -119,7 +92,7 @@ def file_group_indexes(record_keys: Sequence[str], num_file_groups: int) -> np.n
         np.arange(len(flat)) - np.repeat(np.cumsum(lengths) - lengths, lengths) + np.repeat(starts, lengths)
     )
     matrix[rows, cols] = flat
-    powers = np.array(_powers(width), dtype=np.uint64)
+    powers = np.array(powers_of_31(width), dtype=np.uint64)
     # Products stay below 2**39 and sums below 2**47 for keys up to 256 bytes; past that, wrap
     # each column's contribution to 32 bits first.
     if width <= 256:

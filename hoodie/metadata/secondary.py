@@ -30,12 +30,13 @@ from hoodie.file_group.base_file import BaseFile
 from hoodie.file_group.file_slice import FileSlice
 from hoodie.file_group.log_file import LogFile
 from hoodie.merge.resolve import resolve_merge_config
-from hoodie.metadata.keys import java_double_text, secondary_index_key, secondary_index_shard_key
+from hoodie.metadata.keys import secondary_index_key, secondary_index_shard_key
 from hoodie.metadata.records import MetadataPartition, Payload, secondary_index_payload
 from hoodie.models.commit import CommitMetadata, ReplaceCommitMetadata
 from hoodie.read.reader import schema_on_read, table_schema
 from hoodie.read.slice_reader import SliceReadOptions, read_slice
 from hoodie.schema.avro_types import AvroType, parse_record
+from hoodie.schema.java_text import java_double_text
 from hoodie.table import HoodieTable
 from hoodie.timeline.timeline import ActiveTimeline
 

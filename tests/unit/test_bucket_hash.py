@@ -14,11 +14,10 @@ from hoodie.index.bucket import (
     BucketHashError,
     bucket_ids,
     hash_keys,
-    java_list_hash,
     java_split,
-    java_string_hash,
     legacy_hash_keys,
 )
+from hoodie.index.java_hash import java_list_hash, java_string_hash
 
 STRING_KEYS = [
     "a",

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from hoodie.cdc.json_text import Float32, avro_text, image_values, jackson_text, java_float_text
+from hoodie.cdc.json_text import Float32, avro_text, image_values, jackson_text
+from hoodie.schema.java_text import java_float_text
 
 
 @pytest.mark.parametrize(

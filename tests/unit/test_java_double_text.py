@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from hoodie.metadata.keys import java_double_text
+from hoodie.schema.java_text import java_double_text
 
 
 @pytest.mark.parametrize(

@@ -147,7 +147,8 @@ def test_record_index_datums_equal_the_generic_avro_writer(version: int, file_na
 def test_vectorized_file_group_indexes_equal_the_scalar_rule() -> None:
     import random
 
-    from hoodie.metadata.keys import file_group_indexes, java_string_hash
+    from hoodie.index.java_hash import java_string_hash
+    from hoodie.metadata.keys import file_group_indexes
 
     rng = random.Random(7)
     keys = [
