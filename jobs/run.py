@@ -9,14 +9,20 @@ this process.
 
 from __future__ import annotations
 
-import inspect
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from hoodie.errors import TableServiceError
-from hoodie.services.base import ExecutionResult, LocalRunner, Runner, ServiceContext, service_named
+from hoodie.services.base import (
+    ExecutionResult,
+    LocalRunner,
+    Runner,
+    ServiceContext,
+    pending_work,
+    service_named,
+)
 from hoodie.services.claim import InstantBusyError
 from hoodie.table import HoodieTable
 from hoodie.transaction.heartbeat import HeartbeatConfig
@@ -97,13 +103,6 @@ def _context(
     )
 
 
-def _pending(service: Any, ctx: ServiceContext, timeline: Any) -> list[Any]:
-    """The service's pending instants; services that judge liveness get the configured heartbeat."""
-    if "heartbeat" in inspect.signature(service.pending).parameters:
-        return list(service.pending(ctx.table, timeline, heartbeat=ctx.heartbeat))
-    return list(service.pending(ctx.table, timeline))
-
-
 def schedule(
     service_name: str,
     table_uri: str,
@@ -141,7 +140,7 @@ def execute(
     ctx = _context(table_uri, options or {}, storage_options or {}, lock)
     summary = summary or RunSummary(service_name, ctx.table.base_path)
     timeline = ctx.table.reload()
-    pending = [i.requested_time for i in _pending(service, ctx, timeline)]
+    pending = [i.requested_time for i in pending_work(service, ctx.table, timeline, ctx.heartbeat)]
     if instant is not None:
         if instant not in pending:
             raise TableServiceError(
@@ -180,7 +179,7 @@ def run(
         return summary
     service = service_named(service_name)
     ctx = _context(table_uri, options or {}, storage_options or {}, lock)
-    pending = {i.requested_time for i in _pending(service, ctx, ctx.table.reload())}
+    pending = {i.requested_time for i in pending_work(service, ctx.table, ctx.table.reload(), ctx.heartbeat)}
     if summary.scheduled is not None and summary.scheduled not in pending:
         # A service whose plan never goes on the timeline (archival): run what was just planned.
         summary.executed.append(service.execute(ctx, summary.scheduled, runner_factory(spark_master)()))

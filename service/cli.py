@@ -26,6 +26,7 @@ from hoodie.cdc.reader import read_cdc
 from hoodie.config.table_config import RecordMergeMode, TableType, TableVersion
 from hoodie.errors import HoodieError
 from hoodie.read.reader import TableReader
+from hoodie.services import registry
 from hoodie.shape.table_shape import TableShape
 from hoodie.table import HoodieTable
 from hoodie.write.bucket_planner import check_bucket_options
@@ -385,18 +386,7 @@ def build_parser() -> argparse.ArgumentParser:
     timeline.add_argument("--json", action="store_true", help="print JSON")
     timeline.set_defaults(func=cmd_timeline)
 
-    services = (
-        "compaction",
-        "logcompaction",
-        "clustering",
-        "clean",
-        "archival",
-        "rollback",
-        "savepoint",
-        "restore",
-        "indexing",
-        "metadata",
-    )
+    services = registry.ALL
     verbs = {
         "schedule": "write a table-service plan (REQUESTED instant)",
         "execute": "run REQUESTED instants and recover abandoned INFLIGHT ones",
@@ -428,9 +418,7 @@ def build_parser() -> argparse.ArgumentParser:
     request = sub.add_parser(
         "request", help="write a REQUESTED table-service plan and exit (a daemon executes it)"
     )
-    request.add_argument(
-        "service", choices=["compaction", "logcompaction", "clustering", "clean", "indexing"]
-    )
+    request.add_argument("service", choices=registry.names(requestable=True))
     request.add_argument("table", help="table base path or URI")
     request.add_argument(
         "--option", action="append", default=[], metavar="KEY=VALUE", help="Hudi config (repeatable)"

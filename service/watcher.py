@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 
 from hoodie.errors import HoodieError
 from hoodie.services.clustering import pending_clustering
-from hoodie.services.recovery import pending_rollbacks
+from hoodie.services.recovery import FAILED_WRITES_KEYS, lazy_failed_writes, pending_rollbacks
+from hoodie.services.registry import PendingWork, ServiceKind, names, owner_of, spec_of
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.instant_time import parse_instant_time
@@ -31,8 +32,10 @@ from hoodie.transaction.heartbeat import HeartbeatConfig, last_heartbeat_ms
 
 log = logging.getLogger(__name__)
 
-FAILED_WRITES_KEYS = ("hoodie.clean.failed.writes.policy", "hoodie.cleaner.policy.failed.writes")
-EXECUTABLE = frozenset({"compaction", "logcompaction", "clustering", "clean", "indexing", "rollback"})
+__all__ = ["FAILED_WRITES_KEYS", "PendingInstant", "TableWatch", "lazy_failed_writes", "look"]
+
+EXECUTABLE = frozenset(names(daemon_executes=True))
+ROLLBACK = ServiceKind.ROLLBACK.value
 
 
 @dataclass(frozen=True)
@@ -53,7 +56,7 @@ class PendingInstant:
     def runnable(self) -> bool:
         if self.blocked or self.service not in EXECUTABLE or self.beating:
             return False
-        return self.abandoned or (self.instant.is_requested and self.service != "rollback")
+        return self.abandoned or (self.instant.is_requested and self.service != ROLLBACK)
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -82,10 +85,6 @@ class TableWatch:
     looks: int = 0
 
 
-def lazy_failed_writes(options: dict[str, str]) -> bool:
-    return any(options.get(k, "").strip().upper() == "LAZY" for k in FAILED_WRITES_KEYS)
-
-
 def _age_s(table: HoodieTable, instant: Instant, now: float) -> float:
     try:
         return max(0.0, now - parse_instant_time(instant.requested_time, table.tz).timestamp())
@@ -94,22 +93,16 @@ def _age_s(table: HoodieTable, instant: Instant, now: float) -> float:
 
 
 def _service_of(instant: Instant, clustering: set[str]) -> str | None:
-    action = instant.action
-    if action is Action.COMPACTION:
-        return "compaction"
-    if action is Action.LOG_COMPACTION:
-        return "logcompaction"
-    if action is Action.CLEAN:
-        return "clean"
-    if action is Action.INDEXING:
-        return "indexing"
-    if action is Action.ROLLBACK:
-        return "rollback"
-    if action is Action.RESTORE:
-        return "restore"
-    if instant.requested_time in clustering:
-        return "clustering"
-    return None
+    """The watched service that owns ``instant`` (``hoodie.services.registry``), or None."""
+    kind = owner_of(instant.action)
+    if kind is None:
+        return None
+    spec = spec_of(kind)
+    if not spec.watched:
+        return None
+    if spec.pending is PendingWork.CLUSTERING_PLANS and instant.requested_time not in clustering:
+        return None  # a pending replacecommit that is a write (insert_overwrite), not clustering
+    return kind.value
 
 
 def _candidates(table: HoodieTable, timeline: ActiveTimeline, lazy: bool) -> list[tuple[str, Instant]]:
@@ -124,7 +117,7 @@ def _candidates(table: HoodieTable, timeline: ActiveTimeline, lazy: bool) -> lis
         if service is not None:
             out.append((service, instant))
         elif lazy and instant.action.is_write and instant.requested_time not in planned:
-            out.append(("rollback", instant))  # a write; failed once its heartbeat expired
+            out.append((ROLLBACK, instant))  # a write; failed once its heartbeat expired
     return out
 
 
@@ -138,7 +131,7 @@ def _classify(
         ts = instant.requested_time
         last = last_heartbeat_ms(table.fileio, table.paths, ts)
         beating = last is not None and now_ms - last <= heartbeat.expiry_ms
-        if service == "rollback" and instant.action is not Action.ROLLBACK:
+        if service == ROLLBACK and instant.action is not Action.ROLLBACK:
             abandoned = not beating  # a failed write
         elif instant.is_inflight and not beating:
             # Older Hudi executors start beating just after writing the inflight file.
