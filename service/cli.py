@@ -168,14 +168,13 @@ def cmd_timeline(args: argparse.Namespace) -> int:
 
 
 @contextlib.contextmanager
-def _table_lock(table_uri: str, options: dict[str, str]) -> Iterator[Any]:
+def _table_lock(table: HoodieTable, options: dict[str, str]) -> Iterator[Any]:
     """The lock ``hoodie.write.lock.provider`` names (None: the in-process default), released after."""
     from service.locks import PROVIDER_KEY, make_lock
 
     if PROVIDER_KEY not in options:
         yield None
         return
-    table = HoodieTable.open(table_uri)
     lock = make_lock(
         table_id=table.name,
         base_path=table.base_path,
@@ -194,13 +193,16 @@ def cmd_service(args: argparse.Namespace) -> int:
     from jobs import run as jobs_run
 
     options = _options(args.option)
-    with _table_lock(args.table, options) as lock:
+    if args.command == "run" and args.instant:
+        raise UsageError("hts run plans a new instant; use hts execute --instant to run an existing one")
+    table = HoodieTable.open(args.table)  # once per command
+    with _table_lock(table, options) as lock:
         if args.command == "schedule":
-            summary = jobs_run.schedule(args.service, args.table, options, dry_run=args.dry_run, lock=lock)
+            summary = jobs_run.schedule(args.service, table, options, dry_run=args.dry_run, lock=lock)
         elif args.command == "execute":
             summary = jobs_run.execute(
                 args.service,
-                args.table,
+                table,
                 options,
                 instant=args.instant,
                 dry_run=args.dry_run,
@@ -208,13 +210,9 @@ def cmd_service(args: argparse.Namespace) -> int:
                 lock=lock,
             )
         else:
-            if args.instant:
-                raise UsageError(
-                    "hts run plans a new instant; use hts execute --instant to run an existing one"
-                )
             summary = jobs_run.run(
                 args.service,
-                args.table,
+                table,
                 options,
                 dry_run=args.dry_run,
                 spark_master=args.spark_master,
@@ -256,8 +254,9 @@ def cmd_request(args: argparse.Namespace) -> int:
     from jobs import run as jobs_run
 
     options = _options(args.option)
-    with _table_lock(args.table, options) as lock:
-        summary = jobs_run.schedule(args.service, args.table, options, lock=lock)
+    table = HoodieTable.open(args.table)
+    with _table_lock(table, options) as lock:
+        summary = jobs_run.schedule(args.service, table, options, lock=lock)
     if args.json:
         print(json.dumps(summary.as_json(), indent=2, default=str))
     elif summary.scheduled:
