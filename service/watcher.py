@@ -16,7 +16,6 @@ writers keep no heartbeat and roll back their own failures, so a missing heartbe
 from __future__ import annotations
 
 import logging
-import os
 import time
 from dataclasses import dataclass, field
 
@@ -76,7 +75,7 @@ class TableWatch:
     """What the last look at one table found."""
 
     signature: frozenset[str] | None = None
-    dir_mtime_ns: int | None = None
+    dir_mtime_ms: int | None = None
     timeline: ActiveTimeline | None = None
     candidates: list[tuple[str, Instant]] = field(default_factory=list)
     restoring: bool = False
@@ -155,16 +154,14 @@ def look(table: HoodieTable, watch: TableWatch, heartbeat: HeartbeatConfig, lazy
     folder = table.paths.timeline
     changed = True
     if table.fileio.scheme == "file":
-        try:
-            mtime = os.stat(folder).st_mtime_ns
-        except FileNotFoundError:
-            mtime = None
+        info = table.fileio.info(folder)
+        mtime = info.mtime_ms if info is not None else None
         # A folder touched within the last second may change again within the same tick of its
         # clock: only trust an unchanged, settled modification time.
-        settled = mtime is not None and (time.time_ns() - mtime) > 1_000_000_000
-        if settled and mtime == watch.dir_mtime_ns and watch.timeline is not None:
+        settled = mtime is not None and (time.time_ns() // 1_000_000 - mtime) > 1_000
+        if settled and mtime == watch.dir_mtime_ms and watch.timeline is not None:
             changed = False
-        watch.dir_mtime_ns = mtime if settled else None
+        watch.dir_mtime_ms = mtime if settled else None
     if changed:
         names = frozenset(e.name for e in table.fileio.list_dir(folder))
         changed = names != watch.signature or watch.timeline is None
