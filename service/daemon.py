@@ -27,7 +27,7 @@ from typing import Any
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from hoodie.errors import HoodieError, InvalidInputError, UnsupportedShapeError, UnsupportedTableError
-from hoodie.services.registry import ALL, names, spec_of
+from hoodie.services.registry import ALL, ServiceKind, names, spec_of
 from hoodie.timeline.timeline import ActiveTimeline
 from hoodie.transaction.heartbeat import HeartbeatConfig
 from service.errors import BadRequest, Conflict, NotFound
@@ -374,7 +374,7 @@ class Daemon(RunLoop):
             entry.table.shape(entry.options(options)).check(service)
         except UnsupportedShapeError as e:
             raise Conflict(str(e)) from e
-        if service == "indexing" and instant is None:
+        if service == ServiceKind.INDEXING and instant is None:
             _check_index_request(entry, options or {})
         if instant is not None:
             self.gave_up.pop((table_id, instant), None)
