@@ -1,28 +1,25 @@
-"""Scheduling and executing table services on one table: what ``hts schedule|execute|run`` does.
+"""What ``hts schedule|execute|run`` does: a table service on one table, once, through the
+orchestrator (:mod:`hoodie.services.orchestrator`), with a summary to print.
 
 ``schedule`` writes a plan; ``execute`` runs the service's REQUESTED instants and recovers its
 abandoned INFLIGHT ones (a live heartbeat means another process is on it: that instant is
 skipped and reported); ``run`` does both. ``--dry-run`` computes the plan(s) and writes nothing.
 Tasks run on Spark (``local[*]`` unless a master is given) or, with master ``in-process``, in
-this process.
+this process. The table is opened once per command; ``hoodie.write.lock.wait_time_ms`` bounds
+every wait for its lock.
 """
 
 from __future__ import annotations
 
-import inspect
-import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from hoodie.errors import TableServiceError
-from hoodie.services.base import ExecutionResult, LocalRunner, Runner, ServiceContext, service_named
-from hoodie.services.claim import InstantBusyError
+from hoodie.services import orchestrator
+from hoodie.services.base import ExecutionResult, LocalRunner, Runner, ServiceContext
+from hoodie.services.orchestrator import ServiceOutcome
 from hoodie.table import HoodieTable
-from hoodie.transaction.heartbeat import HeartbeatConfig
 from hoodie.transaction.lock import LockProvider
-
-log = logging.getLogger(__name__)
 
 IN_PROCESS = "in-process"
 
@@ -38,6 +35,17 @@ class RunSummary:
     plans: list[dict[str, Any]] = field(default_factory=list)
     executed: list[ExecutionResult] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, outcome: ServiceOutcome, table: HoodieTable) -> RunSummary:
+        summary = cls(outcome.service.value, table.base_path, executed=list(outcome.executed))
+        if outcome.scheduled is not None:
+            summary.scheduled = outcome.scheduled.instant_time
+            summary.reason = outcome.scheduled.reason
+            summary.plans.append(outcome.scheduled.plan_json())
+        summary.plans.extend({"instant": ts, "would_execute": True} for ts in outcome.would_execute)
+        summary.skipped.update(outcome.skipped)
+        return summary
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -82,51 +90,32 @@ def runner_factory(
 
 
 def _context(
-    table_uri: str,
-    options: Mapping[str, str],
-    storage_options: Mapping[str, str],
-    lock: LockProvider | None = None,
+    table: HoodieTable | str,
+    options: Mapping[str, str] | None,
+    storage_options: Mapping[str, str] | None,
+    lock: LockProvider | None,
 ) -> ServiceContext:
-    table = HoodieTable.open(table_uri, **storage_options)
-    return ServiceContext(
-        table,
-        options=dict(options),
-        lock=lock,
-        storage_options=dict(storage_options),
-        heartbeat=HeartbeatConfig.from_options(options),
-    )
-
-
-def _pending(service: Any, ctx: ServiceContext, timeline: Any) -> list[Any]:
-    """The service's pending instants; services that judge liveness get the configured heartbeat."""
-    if "heartbeat" in inspect.signature(service.pending).parameters:
-        return list(service.pending(ctx.table, timeline, heartbeat=ctx.heartbeat))
-    return list(service.pending(ctx.table, timeline))
+    storage = dict(storage_options or {})
+    opened = table if isinstance(table, HoodieTable) else HoodieTable.open(table, **storage)
+    return orchestrator.service_context(opened, options or {}, lock=lock, storage_options=storage)
 
 
 def schedule(
     service_name: str,
-    table_uri: str,
+    table: HoodieTable | str,
     options: Mapping[str, str] | None = None,
     *,
     dry_run: bool = False,
     storage_options: Mapping[str, str] | None = None,
     lock: LockProvider | None = None,
 ) -> RunSummary:
-    service = service_named(service_name)
-    ctx = _context(table_uri, options or {}, storage_options or {}, lock)
-    summary = RunSummary(service_name, ctx.table.base_path)
-    scheduled = service.schedule(ctx, dry_run=dry_run)
-    if scheduled is not None:
-        summary.scheduled = scheduled.instant_time
-        summary.reason = scheduled.reason
-        summary.plans.append(scheduled.plan_json())
-    return summary
+    ctx = _context(table, options, storage_options, lock)
+    return RunSummary.of(orchestrator.schedule(ctx, service_name, dry_run=dry_run), ctx.table)
 
 
 def execute(
     service_name: str,
-    table_uri: str,
+    table: HoodieTable | str,
     options: Mapping[str, str] | None = None,
     *,
     instant: str | None = None,
@@ -134,38 +123,18 @@ def execute(
     spark_master: str | None = None,
     storage_options: Mapping[str, str] | None = None,
     runner: Callable[[], Runner] | None = None,
-    summary: RunSummary | None = None,
     lock: LockProvider | None = None,
 ) -> RunSummary:
-    service = service_named(service_name)
-    ctx = _context(table_uri, options or {}, storage_options or {}, lock)
-    summary = summary or RunSummary(service_name, ctx.table.base_path)
-    timeline = ctx.table.reload()
-    pending = [i.requested_time for i in _pending(service, ctx, timeline)]
-    if instant is not None:
-        if instant not in pending:
-            raise TableServiceError(
-                f"{ctx.table.base_path}: no pending {service_name} at {instant} "
-                f"(pending: {pending or 'none'})"
-            )
-        pending = [instant]
-    if dry_run:
-        for ts in pending:
-            summary.plans.append({"instant": ts, "would_execute": True})
-        return summary
-    make_runner = runner or runner_factory(spark_master)
-    for ts in pending:
-        try:
-            summary.executed.append(service.execute(ctx, ts, make_runner()))
-        except InstantBusyError as e:
-            summary.skipped[ts] = str(e)
-            log.warning("%s", e)
-    return summary
+    ctx = _context(table, options, storage_options, lock)
+    outcome = orchestrator.execute(
+        ctx, service_name, runner or runner_factory(spark_master), instant=instant, dry_run=dry_run
+    )
+    return RunSummary.of(outcome, ctx.table)
 
 
 def run(
     service_name: str,
-    table_uri: str,
+    table: HoodieTable | str,
     options: Mapping[str, str] | None = None,
     *,
     dry_run: bool = False,
@@ -173,24 +142,6 @@ def run(
     storage_options: Mapping[str, str] | None = None,
     lock: LockProvider | None = None,
 ) -> RunSummary:
-    summary = schedule(
-        service_name, table_uri, options, dry_run=dry_run, storage_options=storage_options, lock=lock
-    )
-    if dry_run:
-        return summary
-    service = service_named(service_name)
-    ctx = _context(table_uri, options or {}, storage_options or {}, lock)
-    pending = {i.requested_time for i in _pending(service, ctx, ctx.table.reload())}
-    if summary.scheduled is not None and summary.scheduled not in pending:
-        # A service whose plan never goes on the timeline (archival): run what was just planned.
-        summary.executed.append(service.execute(ctx, summary.scheduled, runner_factory(spark_master)()))
-        return summary
-    return execute(
-        service_name,
-        table_uri,
-        options,
-        spark_master=spark_master,
-        storage_options=storage_options,
-        summary=summary,
-        lock=lock,
-    )
+    ctx = _context(table, options, storage_options, lock)
+    outcome = orchestrator.run(ctx, service_name, runner_factory(spark_master), dry_run=dry_run)
+    return RunSummary.of(outcome, ctx.table)

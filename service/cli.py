@@ -26,6 +26,7 @@ from hoodie.cdc.reader import read_cdc
 from hoodie.config.table_config import RecordMergeMode, TableType, TableVersion
 from hoodie.errors import HoodieError
 from hoodie.read.reader import TableReader
+from hoodie.services import registry
 from hoodie.shape.table_shape import TableShape
 from hoodie.table import HoodieTable
 from hoodie.write.bucket_planner import check_bucket_options
@@ -167,14 +168,13 @@ def cmd_timeline(args: argparse.Namespace) -> int:
 
 
 @contextlib.contextmanager
-def _table_lock(table_uri: str, options: dict[str, str]) -> Iterator[Any]:
+def _table_lock(table: HoodieTable, options: dict[str, str]) -> Iterator[Any]:
     """The lock ``hoodie.write.lock.provider`` names (None: the in-process default), released after."""
     from service.locks import PROVIDER_KEY, make_lock
 
     if PROVIDER_KEY not in options:
         yield None
         return
-    table = HoodieTable.open(table_uri)
     lock = make_lock(
         table_id=table.name,
         base_path=table.base_path,
@@ -193,13 +193,16 @@ def cmd_service(args: argparse.Namespace) -> int:
     from jobs import run as jobs_run
 
     options = _options(args.option)
-    with _table_lock(args.table, options) as lock:
+    if args.command == "run" and args.instant:
+        raise UsageError("hts run plans a new instant; use hts execute --instant to run an existing one")
+    table = HoodieTable.open(args.table)  # once per command
+    with _table_lock(table, options) as lock:
         if args.command == "schedule":
-            summary = jobs_run.schedule(args.service, args.table, options, dry_run=args.dry_run, lock=lock)
+            summary = jobs_run.schedule(args.service, table, options, dry_run=args.dry_run, lock=lock)
         elif args.command == "execute":
             summary = jobs_run.execute(
                 args.service,
-                args.table,
+                table,
                 options,
                 instant=args.instant,
                 dry_run=args.dry_run,
@@ -207,13 +210,9 @@ def cmd_service(args: argparse.Namespace) -> int:
                 lock=lock,
             )
         else:
-            if args.instant:
-                raise UsageError(
-                    "hts run plans a new instant; use hts execute --instant to run an existing one"
-                )
             summary = jobs_run.run(
                 args.service,
-                args.table,
+                table,
                 options,
                 dry_run=args.dry_run,
                 spark_master=args.spark_master,
@@ -255,8 +254,9 @@ def cmd_request(args: argparse.Namespace) -> int:
     from jobs import run as jobs_run
 
     options = _options(args.option)
-    with _table_lock(args.table, options) as lock:
-        summary = jobs_run.schedule(args.service, args.table, options, lock=lock)
+    table = HoodieTable.open(args.table)
+    with _table_lock(table, options) as lock:
+        summary = jobs_run.schedule(args.service, table, options, lock=lock)
     if args.json:
         print(json.dumps(summary.as_json(), indent=2, default=str))
     elif summary.scheduled:
@@ -385,18 +385,7 @@ def build_parser() -> argparse.ArgumentParser:
     timeline.add_argument("--json", action="store_true", help="print JSON")
     timeline.set_defaults(func=cmd_timeline)
 
-    services = (
-        "compaction",
-        "logcompaction",
-        "clustering",
-        "clean",
-        "archival",
-        "rollback",
-        "savepoint",
-        "restore",
-        "indexing",
-        "metadata",
-    )
+    services = registry.ALL
     verbs = {
         "schedule": "write a table-service plan (REQUESTED instant)",
         "execute": "run REQUESTED instants and recover abandoned INFLIGHT ones",
@@ -428,9 +417,7 @@ def build_parser() -> argparse.ArgumentParser:
     request = sub.add_parser(
         "request", help="write a REQUESTED table-service plan and exit (a daemon executes it)"
     )
-    request.add_argument(
-        "service", choices=["compaction", "logcompaction", "clustering", "clean", "indexing"]
-    )
+    request.add_argument("service", choices=registry.names(requestable=True))
     request.add_argument("table", help="table base path or URI")
     request.add_argument(
         "--option", action="append", default=[], metavar="KEY=VALUE", help="Hudi config (repeatable)"

@@ -27,7 +27,7 @@ from typing import Any
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from hoodie.errors import HoodieError, InvalidInputError, UnsupportedShapeError, UnsupportedTableError
-from hoodie.shape.matrix import SERVICE_OPERATIONS
+from hoodie.services.registry import ALL, ServiceKind, names, spec_of
 from hoodie.timeline.timeline import ActiveTimeline
 from hoodie.transaction.heartbeat import HeartbeatConfig
 from service.errors import BadRequest, Conflict, NotFound
@@ -44,16 +44,9 @@ from service.watcher import TableWatch, lazy_failed_writes, look
 
 log = logging.getLogger("hts.daemon")
 
-TRIGGERABLE = ("compaction", "logcompaction", "clustering", "clean", "archival", "indexing", "metadata")
-RUN_NOW = ("archival", "metadata")
+TRIGGERABLE = names(triggerable=True)
+RUN_NOW = names(plans_on_timeline=False)
 """Services whose plan never goes on the timeline: scheduling and executing are one run."""
-POLICY_DEFAULTS: dict[str, dict[str, str]] = {
-    # Self-scheduling uses Hudi's own trigger defaults unless the policy's options say otherwise
-    # (a REST trigger plans at once instead).
-    "compaction": {"hoodie.compact.inline.trigger.strategy": "NUM_COMMITS"},
-    "clustering": {"hoodie.clustering.async.max.commits": "4"},
-    "clean": {"hoodie.clean.max.commits": "1"},
-}
 
 
 def _check_index_request(entry: TableEntry, options: dict[str, str]) -> None:
@@ -309,7 +302,7 @@ class Daemon(RunLoop):
         """Service -> why the table's shape (``hoodie.shape``) refuses it; never scheduled or executed."""
         if entry.table is None:  # a shape refused on open refuses every service
             if entry.error is not None and entry.error_kind == UnsupportedShapeError.__name__:
-                return dict.fromkeys(SERVICE_OPERATIONS, entry.error)
+                return dict.fromkeys(ALL, entry.error)
             return {}
         try:
             return entry.table.shape(entry.config.options).refused()
@@ -330,7 +323,7 @@ class Daemon(RunLoop):
                 continue
             self._policy_due[key] = now + policy.interval_s
             kind = RunKind.RUN if service in RUN_NOW else RunKind.SCHEDULE
-            options = {**POLICY_DEFAULTS.get(service, {}), **policy.options}
+            options = {**spec_of(service).policy_defaults, **policy.options}
             item = WorkItem(
                 entry.id, service, kind, None, RunTrigger.POLICY, entry.config.priority - 1, options
             )
@@ -381,7 +374,7 @@ class Daemon(RunLoop):
             entry.table.shape(entry.options(options)).check(service)
         except UnsupportedShapeError as e:
             raise Conflict(str(e)) from e
-        if service == "indexing" and instant is None:
+        if service == ServiceKind.INDEXING and instant is None:
             _check_index_request(entry, options or {})
         if instant is not None:
             self.gave_up.pop((table_id, instant), None)

@@ -6,8 +6,9 @@ once (Spark schedules their jobs side by side; ``spark.scheduler.mode`` is FAIR 
 configured). Master ``in-process`` runs tasks in the worker thread instead (small tables, tests).
 
 Each run builds a fresh :class:`~hoodie.services.base.ServiceContext` over the table's shared
-lock and TrueTime clock; the outcome, what was written and why a run failed go to the run store
-and the metrics.
+lock and TrueTime clock and runs the service through the orchestrator the CLI uses too
+(:mod:`hoodie.services.orchestrator`); this module only maps its outcome (or its error) to the
+run's :class:`Outcome`, which goes to the run store and the metrics.
 """
 
 from __future__ import annotations
@@ -20,17 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hoodie.errors import HoodieError, InstantBusyError, InstantNotPendingError, UnsupportedShapeError
-from hoodie.services.base import (
-    ExecutionResult,
-    JobCancelled,
-    LocalRunner,
-    Runner,
-    Scheduled,
-    ServiceContext,
-    service_named,
-)
+from hoodie.services import orchestrator
+from hoodie.services.base import ExecutionResult, JobCancelled, LocalRunner, Runner, ServiceContext
 from hoodie.table import HoodieTable
-from hoodie.transaction.heartbeat import HeartbeatConfig
 from hoodie.transaction.lock import LockError
 from service.queue import WorkItem
 from service.registry import TableEntry
@@ -113,14 +106,12 @@ def context_for(entry: TableEntry, options: Mapping[str, str]) -> ServiceContext
     assert entry.table is not None
     table = HoodieTable.open(entry.uri, **entry.config.storage_options)
     table.adopt_shapes(entry.table)  # the watcher keeps the entry's shape current: no re-listing
-    return ServiceContext(
+    return orchestrator.service_context(
         table,
-        options=dict(options),
+        options,
         lock=entry.lock,
         time_source=entry.clock,
-        storage_options=dict(entry.config.storage_options),
-        heartbeat=HeartbeatConfig.from_options(options),
-        lock_timeout_s=float(options.get("hoodie.write.lock.wait_time_ms", "60000")) / 1000,
+        storage_options=entry.config.storage_options,
     )
 
 
@@ -151,12 +142,12 @@ class Executor:
         try:
             ctx = context_for(entry, options)
             if item.kind is RunKind.EXECUTE:
-                return self._execute(item, ctx, item.service, item.instant)
+                return self._execute(item, ctx)
             if item.kind is RunKind.SCHEDULE:
                 return self._schedule(item, ctx)
             if item.kind is RunKind.TRIGGER:
                 return self._trigger(item, ctx)
-            return self._archive(item, ctx)  # RunKind.RUN: archival, metadata, in one go
+            return self._run(item, ctx)  # RunKind.RUN: archival, metadata, in one go
         except InstantBusyError as e:
             return Outcome(RunState.SKIPPED, {"reason": "running elsewhere"}, str(e))
         except InstantNotPendingError as e:
@@ -183,17 +174,14 @@ class Executor:
 
         return self.spark.runner(item.cancel, progress)
 
-    def _execute(
-        self, item: WorkItem, ctx: ServiceContext, service_name: str, instant: str | None
-    ) -> Outcome:
-        if instant is None:
-            raise RunFailed(f"{service_name}: no instant to execute", retry=False)
-        service = service_named(service_name)
-        result = service.execute(ctx, instant, self._runner(item))
+    def _execute(self, item: WorkItem, ctx: ServiceContext) -> Outcome:
+        if item.instant is None:
+            raise RunFailed(f"{item.service}: no instant to execute", retry=False)
+        result = orchestrator.execute_instant(ctx, item.service, item.instant, lambda: self._runner(item))
         return Outcome(RunState.SUCCEEDED, summarize(result), result=result)
 
     def _schedule(self, item: WorkItem, ctx: ServiceContext) -> Outcome:
-        scheduled = service_named(item.service).schedule(ctx)
+        scheduled = orchestrator.schedule(ctx, item.service).scheduled
         if scheduled is None or scheduled.instant_time is None:
             return Outcome(RunState.SUCCEEDED, {"scheduled": None, "reason": "nothing due"})
         return Outcome(
@@ -208,40 +196,28 @@ class Executor:
         The instant it plans (or picks) is claimed for this run, so that the watcher does not
         queue it again; a retry executes the claimed plan instead of planning another.
         """
-        scheduled: Scheduled | None = None
-        instant = item.target
-        if instant is None:
-            scheduled = service_named(item.service).schedule(ctx)
-            instant = scheduled.instant_time if scheduled is not None else None
-            owner = self.claim(item, instant) if instant is not None else None
-            if owner is not None:  # cannot happen while the watcher waits for planners; never run twice
-                return Outcome(
-                    RunState.SUCCEEDED, {"scheduled": instant, "reason": f"run by run {owner.run_id}"}
-                )
-        if instant is None:
-            pending = service_named(item.service).pending(ctx.table, ctx.table.reload())
-            taken: list[int | None] = []
-            for requested in (i for i in pending if i.is_requested):
-                other = self.claim(item, requested.requested_time)
-                if other is None:
-                    instant = requested.requested_time
-                    break
-                taken.append(other.run_id)
-            if instant is None:
-                reason = "nothing to plan or execute"
-                if taken:
-                    reason = f"nothing to plan; the pending plans are run by runs {taken}"
-                return Outcome(RunState.SUCCEEDED, {"scheduled": None, "reason": reason})
-        outcome = self._execute(item, ctx, item.service, instant)
-        outcome.details["scheduled"] = scheduled.instant_time if scheduled is not None else None
-        if scheduled is not None:
-            outcome.details["reason"] = scheduled.reason
-        return outcome
 
-    def _archive(self, item: WorkItem, ctx: ServiceContext) -> Outcome:
-        service = service_named(item.service)
-        scheduled = service.schedule(ctx)
-        if scheduled is None or scheduled.instant_time is None:
+        def claim(instant: str) -> str | None:
+            owner = self.claim(item, instant)
+            return f"run {owner.run_id}" if owner is not None else None
+
+        done = orchestrator.trigger(
+            ctx, item.service, lambda: self._runner(item), instant=item.target, claim=claim
+        )
+        planned = done.scheduled_instant
+        if not done.executed:
+            reason = next(iter(done.skipped.values()), None) or done.note or "nothing to plan or execute"
+            return Outcome(RunState.SUCCEEDED, {"scheduled": planned, "reason": reason})
+        (result,) = done.executed
+        details = {**summarize(result), "scheduled": planned}
+        if done.scheduled is not None:
+            details["reason"] = done.scheduled.reason
+        return Outcome(RunState.SUCCEEDED, details, result=result)
+
+    def _run(self, item: WorkItem, ctx: ServiceContext) -> Outcome:
+        """Archival and the metadata table's services: their plan never goes on the timeline."""
+        done = orchestrator.run(ctx, item.service, lambda: self._runner(item))
+        if not done.executed:
             return Outcome(RunState.SUCCEEDED, {"archived": 0, "reason": "nothing due"})
-        result = service.execute(ctx, scheduled.instant_time, self._runner(item))
+        (result,) = done.executed
         return Outcome(RunState.SUCCEEDED, summarize(result), result=result)

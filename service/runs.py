@@ -15,6 +15,7 @@ import threading
 import time
 from typing import Any
 
+from hoodie.services.registry import ServiceKind
 from service.errors import NotFound
 from service.executor import Executor, Outcome
 from service.locks import LockState
@@ -244,7 +245,7 @@ class RunLoop:
         m.files_written.labels(table, service).inc(d.get("files_written", 0) or 0)
         m.log_files_compacted.labels(table, service).inc(d.get("log_files_compacted", 0) or 0)
         m.files_removed.labels(table, service).inc(d.get("files_deleted", 0) or 0)
-        if service == "archival":
+        if service == ServiceKind.ARCHIVAL:
             m.instants_archived.labels(table).inc(d.get("archived", 0) or 0)
         if item.kind in (RunKind.SCHEDULE, RunKind.TRIGGER) and d.get("scheduled"):
             m.scheduled.labels(table, service, item.trigger.value).inc()

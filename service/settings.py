@@ -24,12 +24,13 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from hoodie.services import registry
 from service.errors import ConfigError
 
-SERVICES = ("compaction", "logcompaction", "clustering", "clean", "archival", "metadata")
+SERVICES = registry.names(self_scheduled=True)
 """Services the daemon can self-schedule by policy (execution also covers rollback of abandoned work)."""
-WATCHED = ("compaction", "logcompaction", "clustering", "clean", "indexing")
-"""Actions whose REQUESTED instants the daemon looks for on timelines."""
+RUN_BY_DAEMON = registry.names(daemon_runs=True)
+"""Services the daemon runs (by policy, trigger or watcher): each may have a ``limits.per_service``."""
 ENV_PREFIX = "HTS_"
 
 
@@ -94,8 +95,10 @@ class Limits(_Model):
     @classmethod
     def _known(cls, v: dict[str, int]) -> dict[str, int]:
         for name, n in v.items():
-            if name not in (*SERVICES, "indexing", "rollback"):
-                raise ValueError(f"limits.per_service: unknown service {name!r}")
+            if name not in RUN_BY_DAEMON:
+                raise ValueError(
+                    f"limits.per_service: unknown service {name!r} (known: {', '.join(RUN_BY_DAEMON)})"
+                )
             if n < 1:
                 raise ValueError(f"limits.per_service.{name}={n} must be at least 1")
         return v

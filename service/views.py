@@ -10,6 +10,7 @@ from hoodie.models.index import IndexPlan
 from hoodie.models.restore import RestorePlan
 from hoodie.services.clean import clean_plan
 from hoodie.services.recovery import read_plan
+from hoodie.services.registry import owner_of
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.timeline import ActiveTimeline
@@ -103,6 +104,14 @@ def _find(tl: ActiveTimeline, instant_time: str) -> Instant:
     return found[0]
 
 
+def _owner(action: Action) -> str:
+    """The service whose plans have ``action`` (``hoodie.services.registry``)."""
+    kind = owner_of(action)
+    if kind is None:
+        raise NotFound(f"{action.value} instants are not planned by a table service")
+    return kind.value
+
+
 def plan(table: HoodieTable, instant_time: str) -> dict[str, Any]:
     """The plan of ``instant_time`` with Apache Hudi's Avro field names."""
     tl = table.reload()
@@ -113,24 +122,28 @@ def plan(table: HoodieTable, instant_time: str) -> dict[str, Any]:
         instant.is_completed and action in (Action.COMMIT, Action.DELTA_COMMIT) and _has_plan(tl, instant)
     ):
         model = table.compaction_plan(instant_time, tl)
-        kind = "compaction" if action is not Action.LOG_COMPACTION else "logcompaction"
+        kind = _owner(Action.LOG_COMPACTION if action is Action.LOG_COMPACTION else Action.COMPACTION)
     elif action in (Action.CLUSTERING, Action.REPLACE_COMMIT):
         model = table.clustering_plan(instant_time, tl)
-        kind = "clustering" if action is Action.CLUSTERING or table.is_clustering(instant, tl) else "replace"
+        kind = (
+            _owner(Action.CLUSTERING)
+            if action is Action.CLUSTERING or table.is_clustering(instant, tl)
+            else "replace"
+        )
     elif action is Action.CLEAN:
         model = clean_plan(table, instant_time, tl)
-        kind = "clean"
+        kind = _owner(action)
     elif action is Action.ROLLBACK:
         model = read_plan(table, tl, instant_time)
-        kind = "rollback"
+        kind = _owner(action)
     elif action is Action.INDEXING:
         data = tl.read_state(instant_time, State.REQUESTED, Action.INDEXING)
         model = IndexPlan.from_bytes(data, table.table_version, instant_time)
-        kind = "indexing"
+        kind = _owner(action)
     elif action is Action.RESTORE:
         data = tl.read_state(instant_time, State.REQUESTED, Action.RESTORE)
         model = RestorePlan.from_bytes(data, table.table_version, instant_time)
-        kind = "restore"
+        kind = _owner(action)
     else:
         raise NotFound(f"{instant} has no plan ({action.value} instants are not planned)")
     return {

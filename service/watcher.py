@@ -16,13 +16,13 @@ writers keep no heartbeat and roll back their own failures, so a missing heartbe
 from __future__ import annotations
 
 import logging
-import os
 import time
 from dataclasses import dataclass, field
 
 from hoodie.errors import HoodieError
 from hoodie.services.clustering import pending_clustering
-from hoodie.services.recovery import pending_rollbacks
+from hoodie.services.recovery import FAILED_WRITES_KEYS, lazy_failed_writes, pending_rollbacks
+from hoodie.services.registry import PendingWork, ServiceKind, names, owner_of, spec_of
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.instant_time import parse_instant_time
@@ -31,8 +31,10 @@ from hoodie.transaction.heartbeat import HeartbeatConfig, last_heartbeat_ms
 
 log = logging.getLogger(__name__)
 
-FAILED_WRITES_KEYS = ("hoodie.clean.failed.writes.policy", "hoodie.cleaner.policy.failed.writes")
-EXECUTABLE = frozenset({"compaction", "logcompaction", "clustering", "clean", "indexing", "rollback"})
+__all__ = ["FAILED_WRITES_KEYS", "PendingInstant", "TableWatch", "lazy_failed_writes", "look"]
+
+EXECUTABLE = frozenset(names(daemon_executes=True))
+ROLLBACK = ServiceKind.ROLLBACK.value
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,7 @@ class PendingInstant:
     def runnable(self) -> bool:
         if self.blocked or self.service not in EXECUTABLE or self.beating:
             return False
-        return self.abandoned or (self.instant.is_requested and self.service != "rollback")
+        return self.abandoned or (self.instant.is_requested and self.service != ROLLBACK)
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -73,17 +75,13 @@ class TableWatch:
     """What the last look at one table found."""
 
     signature: frozenset[str] | None = None
-    dir_mtime_ns: int | None = None
+    dir_mtime_ms: int | None = None
     timeline: ActiveTimeline | None = None
     candidates: list[tuple[str, Instant]] = field(default_factory=list)
     restoring: bool = False
     pending: list[PendingInstant] = field(default_factory=list)
     reloads: int = 0
     looks: int = 0
-
-
-def lazy_failed_writes(options: dict[str, str]) -> bool:
-    return any(options.get(k, "").strip().upper() == "LAZY" for k in FAILED_WRITES_KEYS)
 
 
 def _age_s(table: HoodieTable, instant: Instant, now: float) -> float:
@@ -94,22 +92,16 @@ def _age_s(table: HoodieTable, instant: Instant, now: float) -> float:
 
 
 def _service_of(instant: Instant, clustering: set[str]) -> str | None:
-    action = instant.action
-    if action is Action.COMPACTION:
-        return "compaction"
-    if action is Action.LOG_COMPACTION:
-        return "logcompaction"
-    if action is Action.CLEAN:
-        return "clean"
-    if action is Action.INDEXING:
-        return "indexing"
-    if action is Action.ROLLBACK:
-        return "rollback"
-    if action is Action.RESTORE:
-        return "restore"
-    if instant.requested_time in clustering:
-        return "clustering"
-    return None
+    """The watched service that owns ``instant`` (``hoodie.services.registry``), or None."""
+    kind = owner_of(instant.action)
+    if kind is None:
+        return None
+    spec = spec_of(kind)
+    if not spec.watched:
+        return None
+    if spec.pending is PendingWork.CLUSTERING_PLANS and instant.requested_time not in clustering:
+        return None  # a pending replacecommit that is a write (insert_overwrite), not clustering
+    return kind.value
 
 
 def _candidates(table: HoodieTable, timeline: ActiveTimeline, lazy: bool) -> list[tuple[str, Instant]]:
@@ -124,7 +116,7 @@ def _candidates(table: HoodieTable, timeline: ActiveTimeline, lazy: bool) -> lis
         if service is not None:
             out.append((service, instant))
         elif lazy and instant.action.is_write and instant.requested_time not in planned:
-            out.append(("rollback", instant))  # a write; failed once its heartbeat expired
+            out.append((ROLLBACK, instant))  # a write; failed once its heartbeat expired
     return out
 
 
@@ -138,7 +130,7 @@ def _classify(
         ts = instant.requested_time
         last = last_heartbeat_ms(table.fileio, table.paths, ts)
         beating = last is not None and now_ms - last <= heartbeat.expiry_ms
-        if service == "rollback" and instant.action is not Action.ROLLBACK:
+        if service == ROLLBACK and instant.action is not Action.ROLLBACK:
             abandoned = not beating  # a failed write
         elif instant.is_inflight and not beating:
             # Older Hudi executors start beating just after writing the inflight file.
@@ -162,16 +154,14 @@ def look(table: HoodieTable, watch: TableWatch, heartbeat: HeartbeatConfig, lazy
     folder = table.paths.timeline
     changed = True
     if table.fileio.scheme == "file":
-        try:
-            mtime = os.stat(folder).st_mtime_ns
-        except FileNotFoundError:
-            mtime = None
+        info = table.fileio.info(folder)
+        mtime = info.mtime_ms if info is not None else None
         # A folder touched within the last second may change again within the same tick of its
         # clock: only trust an unchanged, settled modification time.
-        settled = mtime is not None and (time.time_ns() - mtime) > 1_000_000_000
-        if settled and mtime == watch.dir_mtime_ns and watch.timeline is not None:
+        settled = mtime is not None and (time.time_ns() // 1_000_000 - mtime) > 1_000
+        if settled and mtime == watch.dir_mtime_ms and watch.timeline is not None:
             changed = False
-        watch.dir_mtime_ns = mtime if settled else None
+        watch.dir_mtime_ms = mtime if settled else None
     if changed:
         names = frozenset(e.name for e in table.fileio.list_dir(folder))
         changed = names != watch.signature or watch.timeline is None

@@ -15,11 +15,12 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 from hoodie.errors import TableServiceError
 from hoodie.models.base import AvroRecord
 from hoodie.models.commit import WriteStat
+from hoodie.services.registry import ALL, PendingWork, ServiceKind, spec_of
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.timeline import ActiveTimeline
@@ -177,7 +178,7 @@ class ServiceContext:
         from hoodie.read.reader import require_readable_schemas
 
         require_supported_metadata(self.table, service, secondary_ok=True)
-        if service in ("compaction", "logcompaction", "clustering"):  # they read every column
+        if spec_of(service).reads_every_column:
             require_readable_schemas(self.table, service)
 
     def sync_metadata(self, timeline: ActiveTimeline, instant: Instant, payload: bytes) -> None:
@@ -283,22 +284,12 @@ class CommitUpkeep(Protocol):
     def after_commit(self, ctx: ServiceContext) -> None: ...
 
 
-UPKEEP_SERVICE = "metadata"
+UPKEEP_SERVICE = ServiceKind.METADATA.value
 """The service every commit runs after it (:meth:`ServiceContext.maintain_metadata`)."""
 
 SERVICES: dict[str, TableService] = {}
-KNOWN_SERVICES = (
-    "compaction",
-    "logcompaction",
-    "clustering",
-    "clean",
-    "rollback",
-    "archival",
-    "savepoint",
-    "restore",
-    "indexing",
-    "metadata",
-)
+KNOWN_SERVICES = ALL
+"""Every service's name (``hoodie.services.registry``)."""
 
 
 def _shape_checked(service: TableService) -> None:
@@ -325,6 +316,7 @@ def _shape_checked(service: TableService) -> None:
 
 
 def register_service(service: TableService) -> TableService:
+    spec_of(service.name)  # every implementation has its spec
     _shape_checked(service)
     SERVICES[service.name] = service
     return service
@@ -334,10 +326,30 @@ def service_named(name: str) -> TableService:
     """The service called ``name`` (its module is imported on first use)."""
     import importlib
 
-    if name not in SERVICES and name in KNOWN_SERVICES:
+    if name not in SERVICES and name in ALL:
         importlib.import_module(f"hoodie.services.{name}")
     if name not in SERVICES:
         raise TableServiceError(
             f"unknown table service {name!r} (known: {', '.join(sorted(SERVICES)) or 'none'})"
         )
     return SERVICES[name]
+
+
+class HeartbeatPending(Protocol):
+    """``pending`` of a service whose pending work is judged by heartbeats (``EXPIRED_HEARTBEATS``)."""
+
+    def pending(
+        self, table: HoodieTable, timeline: ActiveTimeline, heartbeat: HeartbeatConfig | None = None
+    ) -> list[Instant]: ...
+
+
+def pending_work(
+    service: TableService, table: HoodieTable, timeline: ActiveTimeline, heartbeat: HeartbeatConfig
+) -> list[Instant]:
+    """``service``'s pending instants, found as its spec says (given the writers' heartbeat settings)."""
+    how = spec_of(service.name).pending
+    if how is PendingWork.NONE:
+        return []
+    if how is PendingWork.EXPIRED_HEARTBEATS:
+        return list(cast(HeartbeatPending, service).pending(table, timeline, heartbeat=heartbeat))
+    return list(service.pending(table, timeline))

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from hoodie.errors import TableServiceError
 from hoodie.file_group.base_file import BaseFile
@@ -399,3 +399,13 @@ def rollback_candidates(
                 continue
         out.append(instant)
     return sorted(out, key=lambda i: i.sort_key, reverse=True)
+
+
+FAILED_WRITES_KEYS = ("hoodie.clean.failed.writes.policy", "hoodie.cleaner.policy.failed.writes")
+"""Hudi's failed-writes cleaning policy key and its older name (HoodieCleanConfig)."""
+
+
+def lazy_failed_writes(options: Mapping[str, str]) -> bool:
+    """The writers use the LAZY failed-writes policy: they keep heartbeats, and a write whose heartbeat
+    expired is failed (with the default EAGER policy a missing heartbeat proves nothing)."""
+    return any(options.get(k, "").strip().upper() == "LAZY" for k in FAILED_WRITES_KEYS)

@@ -5,7 +5,7 @@ or a table service must put on disk (the census: ``docs/table-shapes.md``). Ever
 here is handled. A refused cell carries the reason: what Hudi does there that hts does not (the
 Hudi class that settles it is cited next to each reason).
 
-Operations are the table services by their service names (``hoodie.services.base.KNOWN_SERVICES``)
+Operations are the table services by their service names (``hoodie.services.registry.ServiceKind``)
 plus ``read`` and ``write``; a write cell may be narrowed to one write operation as
 ``write:<operation>`` (``hoodie.write.options.WriteOperation`` values).
 """
@@ -17,22 +17,12 @@ from enum import StrEnum
 from types import MappingProxyType
 
 from hoodie.errors import UnsupportedShapeError
+from hoodie.services.registry import ALL, ServiceKind
 
 READ = "read"
 WRITE = "write"
 WRITE_OPERATIONS = ("insert", "upsert", "delete", "bulk_insert", "insert_overwrite", "insert_overwrite_table")
-SERVICE_OPERATIONS = (
-    "compaction",
-    "logcompaction",
-    "clustering",
-    "clean",
-    "archival",
-    "indexing",
-    "rollback",
-    "restore",
-    "savepoint",
-    "metadata",
-)
+SERVICE_OPERATIONS = ALL
 OPERATIONS = (READ, WRITE, *SERVICE_OPERATIONS)
 OPEN = "opening the table (and so every operation)"
 
@@ -247,19 +237,8 @@ def summary(shape: Shape, operation: str) -> str:
     return "handled"
 
 
-README_COLUMNS = (
-    READ,
-    WRITE,
-    "compaction",
-    "logcompaction",
-    "clustering",
-    "clean",
-    "archival",
-    "indexing",
-    "rollback",
-    "restore",
-    "savepoint",
-)
+README_COLUMNS = (READ, WRITE, *(op for op in SERVICE_OPERATIONS if op != ServiceKind.METADATA))
+"""The README's columns: every service but the metadata table's upkeep."""
 
 
 def markdown_table() -> str:
