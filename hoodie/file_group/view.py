@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from hoodie.file_group.base_file import BaseFile
 from hoodie.file_group.file_slice import FileGroup, FileGroupId, FileSlice
 from hoodie.file_group.log_file import LogFile
-from hoodie.io.fileio import FileIO, join
+from hoodie.io.fileio import FileInfo, FileIO, join
 from hoodie.timeline.instant import Action
 from hoodie.timeline.instant_time import normalize
 from hoodie.timeline.timeline import Timeline
@@ -46,24 +46,33 @@ def list_partition_paths(fileio: FileIO, base_path: str) -> list[str]:
 
     The table root itself is the partition ``""`` of a non-partitioned table.
     """
-    out: list[str] = []
+    return [listing.partition_path for listing in list_table(fileio, base_path)]
+
+
+def list_table(fileio: FileIO, base_path: str) -> list[PartitionListing]:
+    """Every partition with its files, in partition order: one directory listing per folder."""
+    out: list[PartitionListing] = []
 
     def walk(path: str, rel: str) -> None:
         entries = fileio.list_dir(path)
         if any(not e.is_dir and e.name in _PARTITION_METAFILES for e in entries):
-            out.append(rel)
+            out.append(_listing_of(rel, entries))
         for e in entries:
             if e.is_dir and not e.name.startswith("."):
                 walk(e.path, f"{rel}/{e.name}" if rel else e.name)
 
     walk(base_path, "")
-    return sorted(out)
+    return sorted(out, key=lambda listing: listing.partition_path)
 
 
 def list_partition(fileio: FileIO, base_path: str, partition_path: str) -> PartitionListing:
+    return _listing_of(partition_path, fileio.list_dir(join(base_path, partition_path)))
+
+
+def _listing_of(partition_path: str, entries: Iterable[FileInfo]) -> PartitionListing:
     bases: list[BaseFile] = []
     logs: list[LogFile] = []
-    for e in fileio.list_dir(join(base_path, partition_path)):
+    for e in entries:
         if e.is_dir:
             continue
         base = BaseFile.parse(e.name, e.size)
@@ -155,7 +164,11 @@ class FileSystemView:
     # -- listing ------------------------------------------------------------------------------
     def partitions(self) -> list[str]:
         if self._partitions is None:
-            self._partitions = list_partition_paths(self.fileio, self.base_path)
+            # The walk that finds the partitions lists their files too: kept, not listed again.
+            found = list_table(self.fileio, self.base_path)
+            for listing in found:
+                self._listings.setdefault(listing.partition_path, listing)
+            self._partitions = [listing.partition_path for listing in found]
         return self._partitions
 
     def listing(self, partition_path: str) -> PartitionListing:

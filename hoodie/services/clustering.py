@@ -27,7 +27,7 @@ import datetime as dt
 import logging
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -55,11 +55,11 @@ from hoodie.services.clustering_executor import (
     SPARK_SORT_AND_SIZE,
     execute_clustering,
 )
+from hoodie.services.incremental import incremental_enabled, incremental_option, partitions_written_since
 from hoodie.services.layout import parse_sort_columns
 from hoodie.services.options import bool_option, int_option
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant
-from hoodie.timeline.instant_time import normalize
 from hoodie.timeline.timeline import ActiveTimeline
 from hoodie.transaction.lock import locked
 
@@ -159,7 +159,6 @@ class ClusteringPolicy:
             for key in ("hoodie.clustering.inline.max.commits", "hoodie.clustering.async.max.commits")
             if key in options
         ]
-        incremental_key = "hoodie.table.services.incremental.enabled"
         regex = options.get(_PREFIX + "partition.regex.pattern") or None
         if regex is not None:
             try:
@@ -186,15 +185,13 @@ class ClusteringPolicy:
             end_partition=options.get(_PREFIX + "cluster.end.partition") or None,
             lookback_partitions=int_option(options, _PREFIX + "daybased.lookback.partitions", 2),
             skip_latest_partitions=int_option(options, _PREFIX + "daybased.skipfromlatest.partitions", 0),
-            incremental=bool_option(options, incremental_key, True) if incremental_key in options else None,
+            incremental=incremental_option(options),
             max_commits=max(triggers) if triggers else None,
         )
 
     def incremental_for(self, table_version: int) -> bool:
         """Incremental scheduling exists from table version 8 (Hudi 1.0) and is on by default there."""
-        if table_version < 8:
-            return False
-        return True if self.incremental is None else self.incremental
+        return incremental_enabled(self.incremental, table_version)
 
 
 # -- the timeline's clusterings --------------------------------------------------------------
@@ -243,22 +240,7 @@ def _incremental_partitions(
     """Partitions written since ``last`` (a completed clustering), and the partitions it missed."""
     plan = table.clustering_plan(last.requested_time, timeline).clustering_plan
     missing = list((plan.missing_schedule_partitions if plan else None) or [])
-    wanted = (
-        (Action.DELTA_COMMIT, Action.REPLACE_COMMIT)
-        if table.config.is_mor
-        else (Action.COMMIT, Action.REPLACE_COMMIT)
-    )
-    left = normalize(last.requested_time)
-    touched: set[str] = set()
-    for instant in timeline.completed().actions(*wanted):
-        if instant.requested_time == last.requested_time:
-            continue
-        completed_at = instant.completion_time or instant.requested_time
-        if normalize(completed_at) < left:
-            continue
-        meta = table.commit_metadata(instant, timeline)
-        touched.update(s.partition_path or "" for s in meta.write_stats())
-    return touched | set(missing), missing
+    return partitions_written_since(table, timeline, last) | set(missing), missing
 
 
 def _filter_partitions(
@@ -284,7 +266,7 @@ def clustering_partitions(
     table: HoodieTable,
     timeline: ActiveTimeline,
     policy: ClusteringPolicy,
-    all_partitions: Iterable[str],
+    all_partitions: Callable[[], Iterable[str]],
     now: dt.datetime,
 ) -> tuple[list[str], list[str]]:
     """The partitions to plan, and the ones recorded as missed (``missingSchedulePartitions``)."""
@@ -299,7 +281,7 @@ def clustering_partitions(
         if last is not None:
             partitions = sorted(_incremental_partitions(table, timeline, last)[0])
         else:
-            partitions = sorted(all_partitions)
+            partitions = sorted(all_partitions())
         if policy.partition_regex:
             pattern = re.compile(policy.partition_regex)
             partitions = [p for p in partitions if pattern.fullmatch(p)]
@@ -417,16 +399,13 @@ def plan_clustering(
                 f"(columns: {', '.join(schema.names)})"
             )
     moment = now or dt.datetime.now(table.tz)
-    partitions, missing = clustering_partitions(table, tl, policy, view.partitions(), moment)
+    partitions, missing = clustering_partitions(table, tl, policy, view.partitions, moment)
     if not partitions:
         return None
     busy = _busy_file_groups(table, tl)
-    known = set(view.partitions())
     groups: list[ClusteringGroup] = []
     incremental = policy.incremental_for(table.table_version)
     for partition in partitions:
-        if partition not in known:
-            continue
         eligible = []
         for fg in view.file_groups(partition):
             if view.is_replaced(fg.group_id) or fg.group_id in busy:
