@@ -17,7 +17,7 @@ It applies Apache Hudi's visibility rules when building slices from a storage li
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from hoodie.file_group.base_file import BaseFile
@@ -70,19 +70,26 @@ def list_partition(fileio: FileIO, base_path: str, partition_path: str) -> Parti
 
 
 def _listing_of(partition_path: str, entries: Iterable[FileInfo]) -> PartitionListing:
+    return partition_listing(partition_path, ((e.name, e.size) for e in entries if not e.is_dir))
+
+
+def partition_listing(partition_path: str, files: Iterable[tuple[str, int]]) -> PartitionListing:
+    """The base and log files among ``files`` (name, size) of one partition."""
     bases: list[BaseFile] = []
     logs: list[LogFile] = []
-    for e in entries:
-        if e.is_dir:
-            continue
-        base = BaseFile.parse(e.name, e.size)
+    for name, size in files:
+        base = BaseFile.parse(name, size)
         if base is not None:
             bases.append(base)
             continue
-        log = LogFile.parse(e.name, e.size)
+        log = LogFile.parse(name, size)
         if log is not None and log.extension == "log" and not log.is_cdc:
             logs.append(log)
     return PartitionListing(partition_path, tuple(bases), tuple(logs))
+
+
+ListingSource = Callable[[Sequence[str] | None], list[PartitionListing]]
+"""Listings of the given partitions, or of every partition for None (e.g. the metadata table's)."""
 
 
 class FileSystemView:
@@ -107,6 +114,7 @@ class FileSystemView:
         as_of: str | None = None,
         archived_completion_time: Callable[[str], str | None] | None = None,
         listings: Iterable[PartitionListing] | None = None,
+        source: ListingSource | None = None,
     ) -> None:
         self.fileio = fileio
         self.base_path = base_path
@@ -137,6 +145,7 @@ class FileSystemView:
             for listing in listings:
                 self._listings[listing.partition_path] = listing
         self._partitions: list[str] | None = None
+        self._source = source
 
     # -- visibility ---------------------------------------------------------------------------
     def _before_timeline_start(self, ts: str) -> bool:
@@ -165,7 +174,7 @@ class FileSystemView:
     def partitions(self) -> list[str]:
         if self._partitions is None:
             # The walk that finds the partitions lists their files too: kept, not listed again.
-            found = list_table(self.fileio, self.base_path)
+            found = self._source(None) if self._source else list_table(self.fileio, self.base_path)
             for listing in found:
                 self._listings.setdefault(listing.partition_path, listing)
             self._partitions = [listing.partition_path for listing in found]
@@ -174,7 +183,10 @@ class FileSystemView:
     def listing(self, partition_path: str) -> PartitionListing:
         cached = self._listings.get(partition_path)
         if cached is None:
-            cached = list_partition(self.fileio, self.base_path, partition_path)
+            if self._source is not None:
+                cached = self._source([partition_path])[0]
+            else:
+                cached = list_partition(self.fileio, self.base_path, partition_path)
             self._listings[partition_path] = cached
         return cached
 

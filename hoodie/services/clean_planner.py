@@ -31,7 +31,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -41,6 +41,7 @@ from hoodie.models.clean import ActionInstant, CleanerPlan, CleanFileInfo, Clean
 from hoodie.models.commit import ReplaceCommitMetadata
 from hoodie.models.savepoint import SavepointMetadata
 from hoodie.services.options import bool_option, enum_option, int_option, lookup
+from hoodie.services.planning import metadata_files
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.instant_time import format_instant_time, normalize
@@ -532,6 +533,15 @@ class _Planner:
         return out, delete_partition
 
 
+def _lister(table: HoodieTable, timeline: ActiveTimeline) -> Callable[[Sequence[str] | None], TableListing]:
+    """File names per partition: from the metadata table's ``files`` partition when the table has
+    one (Hudi's clean planner reads its metadata-backed file-system view), else from storage."""
+    files = metadata_files(table, timeline)
+    if files is None:
+        return lambda partitions: list_partitions(table.fileio, table.base_path, partitions)
+    return lambda partitions: {p: list(names) for p, names in sorted(files(partitions).items())}
+
+
 @dataclass(frozen=True)
 class CleanPlanning:
     """A plan (None when nothing is due) and the partitions scanned to make it."""
@@ -564,15 +574,16 @@ def plan_clean(
         earliest = bounded_earliest_commit_to_retain(tl, policy, earliest, previous)
     listed: dict[str, Sequence[str]] = dict(listing) if listing is not None else {}
     chosen = partitions_to_clean(table, policy, tl, earliest, facts)
+    lister = _lister(table, tl)
     if chosen is None:
         if listing is None:
-            listed = dict(list_partitions(table.fileio, table.base_path))
+            listed = dict(lister(None))
         partitions = list(listed)
     else:
         partitions = chosen
         missing = [p for p in partitions if p not in listed]
         if missing:
-            listed.update(list_partitions(table.fileio, table.base_path, missing))
+            listed.update(lister(missing))
     planner = _Planner(table, policy, facts, normalize(earliest.requested_time) if earliest else None)
     to_delete: dict[str, list[CleanFileInfo]] = {}
     partitions_to_delete: list[str] = []

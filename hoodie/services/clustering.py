@@ -58,6 +58,7 @@ from hoodie.services.clustering_executor import (
 from hoodie.services.incremental import incremental_enabled, incremental_option, partitions_written_since
 from hoodie.services.layout import parse_sort_columns
 from hoodie.services.options import bool_option, int_option
+from hoodie.services.planning import planning_view
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant
 from hoodie.timeline.timeline import ActiveTimeline
@@ -323,13 +324,17 @@ def _slice_info(table: HoodieTable, s: FileSlice) -> SliceInfo:
     )
 
 
+def _slice_size(s: FileSlice, policy: ClusteringPolicy) -> int:
+    return s.base_file.size if s.base_file is not None else policy.parquet_max_file_size
+
+
 def _groups_for_partition(
-    table: HoodieTable, slices: list[FileSlice], policy: ClusteringPolicy
-) -> tuple[list[ClusteringGroup], bool]:
+    slices: list[FileSlice], policy: ClusteringPolicy
+) -> tuple[list[list[FileSlice]], bool]:
     """Bin-pack one partition's eligible slices; True when the group limit left slices out."""
 
     def size(s: FileSlice) -> int:
-        return s.base_file.size if s.base_file is not None else policy.parquet_max_file_size
+        return _slice_size(s, policy)
 
     ordered = sorted(slices, key=lambda s: (-size(s), s.file_id))
     packed: list[list[FileSlice]] = []
@@ -348,24 +353,22 @@ def _groups_for_partition(
     single_ok = policy.single_group_clustering or bool(parse_sort_columns(policy.sort_columns))
     if current and not partial and (len(current) > 1 or single_ok):
         packed.append(current)
-    groups = [
-        ClusteringGroup(
-            slices=[_slice_info(table, s) for s in group],
-            metrics=_metrics(group, policy.parquet_max_file_size),
-            num_output_file_groups=max(
-                1, math.ceil(sum(size(s) for s in group) / policy.target_file_max_bytes)
-            ),
-            extra_metadata=None,
-            version=1,
-        )
-        for group in packed
-    ]
-    return groups, partial
+    return packed, partial
 
 
-def _partition_of(group: ClusteringGroup) -> str:
-    slices = group.slices or []
-    return (slices[0].partition_path or "") if slices else ""
+def _clustering_group(
+    table: HoodieTable, group: list[FileSlice], policy: ClusteringPolicy
+) -> ClusteringGroup:
+    """The plan entry of one packed group (built only for the groups a plan keeps)."""
+    return ClusteringGroup(
+        slices=[_slice_info(table, s) for s in group],
+        metrics=_metrics(group, policy.parquet_max_file_size),
+        num_output_file_groups=max(
+            1, math.ceil(sum(_slice_size(s, policy) for s in group) / policy.target_file_max_bytes)
+        ),
+        extra_metadata=None,
+        version=1,
+    )
 
 
 def _busy_file_groups(table: HoodieTable, timeline: ActiveTimeline) -> set[FileGroupId]:
@@ -388,7 +391,7 @@ def plan_clustering(
 ) -> RequestedReplaceMetadata | None:
     """The clustering plan Hudi's size-based strategy would make, or None if nothing qualifies."""
     tl = timeline or table.reload()
-    view = table.file_system_view(timeline=tl)
+    view = planning_view(table, tl)
     sort_columns = parse_sort_columns(policy.sort_columns)
     if sort_columns:
         schema = table_schema(table)
@@ -403,7 +406,7 @@ def plan_clustering(
     if not partitions:
         return None
     busy = _busy_file_groups(table, tl)
-    groups: list[ClusteringGroup] = []
+    groups: list[list[FileSlice]] = []
     incremental = policy.incremental_for(table.table_version)
     for partition in partitions:
         eligible = []
@@ -417,18 +420,18 @@ def plan_clustering(
             base_size = latest.base_file.size if latest.base_file is not None else 0
             if base_size < policy.small_file_limit:
                 eligible.append(latest)
-        found, partial = _groups_for_partition(table, eligible, policy)
+        found, partial = _groups_for_partition(eligible, policy)
         if len(found) > policy.max_num_groups or partial:
             missing.append(partition)
         groups.extend(found[: policy.max_num_groups])
     if len(groups) > policy.max_num_groups:
-        missing.extend(_partition_of(g) for g in groups[policy.max_num_groups :])
+        missing.extend(g[0].partition_path for g in groups[policy.max_num_groups :])
         groups = groups[: policy.max_num_groups]
     if not groups:
         return None
     params = {SORT_COLUMNS_KEY: policy.sort_columns} if policy.sort_columns else {}
     plan = ClusteringPlan(
-        input_groups=groups,
+        input_groups=[_clustering_group(table, g, policy) for g in groups],
         strategy=ClusteringStrategy(
             strategy_class_name=policy.execution_strategy, strategy_params=params, version=1
         ),

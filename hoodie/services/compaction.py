@@ -50,6 +50,7 @@ from hoodie.services.base import (
 from hoodie.services.claim import claim_instant, require_pending
 from hoodie.services.incremental import compaction_partitions, incremental_enabled, incremental_option
 from hoodie.services.options import int_option
+from hoodie.services.planning import planning_view
 from hoodie.services.recovery import recover_inflight
 from hoodie.services.slice_tasks import (
     SliceTask,
@@ -329,7 +330,7 @@ def plan_compaction(
             f"{table.base_path} is {table.config.table_type.value}: only MERGE_ON_READ tables compact"
         )
     tl = timeline or table.reload()
-    view = table.file_system_view(timeline=tl)
+    view = planning_view(table, tl)
     incremental = incremental_enabled(policy.incremental, table.table_version)
     partitions = compaction_partitions(table, tl, incremental)
     if partitions is None:

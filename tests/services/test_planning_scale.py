@@ -19,6 +19,7 @@ from hoodie.services.compaction import (
     plan_compaction,
     schedule_compaction,
 )
+from hoodie.services.planning import metadata_listing_source, planning_view
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action
 from hoodie.write.writer import HoodieWriter
@@ -150,3 +151,17 @@ def test_bounded_clean_equals_hudis_rule(tmp_path: Path) -> None:
         assert same.earliest is not None and same.earliest.requested_time == expected
         assert bounded.plan == same.plan
         assert bounded.partitions_scanned == same.partitions_scanned
+
+
+def test_planners_list_from_the_metadata_table_as_from_storage(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    _compact(_mor(path), CompactionPolicy())
+    _upsert(path, [1, 2, 3], 3)
+    table = _upsert(path, [1, 14], 4)
+    timeline = table.reload()
+    assert metadata_listing_source(table, timeline) is not None
+    from_metadata = planning_view(table, timeline)
+    from_storage = table.file_system_view(timeline=timeline)
+    assert from_metadata.partitions() == from_storage.partitions()
+    assert from_metadata.all_file_slices() == from_storage.all_file_slices()
+    assert from_metadata.latest_file_slices() == from_storage.latest_file_slices()
