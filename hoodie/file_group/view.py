@@ -78,13 +78,14 @@ def partition_listing(partition_path: str, files: Iterable[tuple[str, int]]) -> 
     bases: list[BaseFile] = []
     logs: list[LogFile] = []
     for name, size in files:
+        if name.startswith("."):  # log file names start with a dot, base file names never do
+            log = LogFile.parse(name, size)
+            if log is not None and log.extension == "log" and not log.is_cdc:
+                logs.append(log)
+            continue
         base = BaseFile.parse(name, size)
         if base is not None:
             bases.append(base)
-            continue
-        log = LogFile.parse(name, size)
-        if log is not None and log.extension == "log" and not log.is_cdc:
-            logs.append(log)
     return PartitionListing(partition_path, tuple(bases), tuple(logs))
 
 

@@ -341,7 +341,8 @@ def plan_compaction(
     ops: list[CompactionOperation] = []
     for partition in partitions:
         for group in view.file_groups(partition):
-            if view.is_replaced(group.group_id) or group.group_id in busy:
+            group_id = group.group_id
+            if view.is_replaced(group_id) or group_id in busy:
                 continue
             slices = group.slices()
             if slices and slices[0].log_files:
