@@ -4,8 +4,10 @@ against a bare listing of it.
 The table is synthetic but real to the planners: a MERGE_ON_READ table (version 8) of
 ``partitions`` x ``groups`` file groups, each an empty base file written by a first delta commit,
 one in four with a log file of a second delta commit, one in eight with a second log file of a
-third, and the completed delta commits on the timeline. With the metadata table on, its ``files``
-partition is built from that storage and the bare listing is a read of that partition.
+third, and the completed delta commits on the timeline; then a completed compaction (an empty
+plan) and a delta commit touching ``TOUCHED`` partitions, so that the incremental compaction plan
+looks at those only. With the metadata table on, its ``files`` partition is built from that storage
+and the bare listing is a read of that partition.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import pyarrow as pa
 TARGET_VS_LISTING = 2.0
 PARTITIONS = int(os.environ.get("HTS_BENCH_PLANNING_PARTITIONS", "10000"))
 GROUPS = int(os.environ.get("HTS_BENCH_PLANNING_GROUPS", "20"))
+TOUCHED = 100
 T = TypeVar("T")
 
 
@@ -46,6 +49,7 @@ def build(path: Path, partitions: int, groups: int, *, metadata_table: bool) -> 
     from hoodie.config.table_config import TableType, TableVersion
     from hoodie.metadata.init import initialize_metadata_table
     from hoodie.models.commit import CommitMetadata, WriteStat
+    from hoodie.models.compaction import CompactionPlan
     from hoodie.table import HoodieTable
     from hoodie.timeline.instant import Action, Instant, State
     from hoodie.write.create import create_table
@@ -88,6 +92,22 @@ def build(path: Path, partitions: int, groups: int, *, metadata_table: bool) -> 
         inflight = timeline.transition_to_inflight(requested)
         meta = CommitMetadata(partition_to_write_stats=stats, operation_type="UPSERT")
         timeline.complete(inflight, meta.to_bytes(8), _instant(c, 500))
+    # A completed compaction that compacted nothing, then a delta commit touching TOUCHED partitions.
+    timeline = table.reload()
+    plan = CompactionPlan(operations=[], extra_metadata={}, missing_schedule_partitions=[])
+    requested = timeline.create_requested(
+        Instant(_instant(3), Action.COMPACTION, State.REQUESTED), plan.to_bytes(8)
+    )
+    inflight = timeline.transition_to_inflight(requested)
+    done = CommitMetadata(partition_to_write_stats={}, operation_type="COMPACT", compacted=True)
+    timeline.complete(inflight, done.to_bytes(8), _instant(3, 500))
+    step = max(1, partitions // TOUCHED)
+    touched = {f"p={p:05d}": [WriteStat(partition_path=f"p={p:05d}")] for p in range(0, partitions, step)}
+    timeline = table.reload()
+    requested = timeline.create_requested(Instant(_instant(4), Action.DELTA_COMMIT, State.REQUESTED))
+    inflight = timeline.transition_to_inflight(requested)
+    meta = CommitMetadata(partition_to_write_stats=touched, operation_type="UPSERT")
+    timeline.complete(inflight, meta.to_bytes(8), _instant(4, 500))
     if metadata_table:
         initialize_metadata_table(HoodieTable.open(str(path)), lambda: _instant(9))
     return files
@@ -110,7 +130,7 @@ def time_planning(root: Path, repeat: int, *, metadata_table: bool) -> PlanningT
     from hoodie.services.logcompaction import LogCompactionPolicy, plan_log_compaction
     from hoodie.table import HoodieTable
 
-    path = root / f"planning-{PARTITIONS}x{GROUPS}-{'mdt' if metadata_table else 'nomdt'}"
+    path = root / f"planning2-{PARTITIONS}x{GROUPS}-{'mdt' if metadata_table else 'nomdt'}"
     start = time.perf_counter()
     marker = path / ".bench-files"
     if not marker.exists():
@@ -125,7 +145,10 @@ def time_planning(root: Path, repeat: int, *, metadata_table: bool) -> PlanningT
     else:
         listing = _best(lambda: list_partitions(table.fileio, table.base_path), repeat)
     planners: dict[str, Callable[[], object]] = {
-        "compaction": lambda: plan_compaction(table, CompactionPolicy(), timeline),
+        "compaction": lambda: plan_compaction(table, CompactionPolicy(incremental=False), timeline),
+        f"compaction, incremental ({TOUCHED} partitions written since the last compaction)": lambda: (
+            plan_compaction(table, CompactionPolicy(), timeline)
+        ),
         "log compaction": lambda: plan_log_compaction(table, LogCompactionPolicy(), timeline),
         "clustering": lambda: plan_clustering(table, ClusteringPolicy(), timeline),
         "clean": lambda: plan_clean(table, CleanPolicy(commits_retained=1), timeline=timeline),

@@ -181,6 +181,13 @@ class FileSystemView:
             self._partitions = [listing.partition_path for listing in found]
         return self._partitions
 
+    def prefetch(self, partitions: Sequence[str]) -> None:
+        """List ``partitions`` now, in one read of the listing source when there is one."""
+        wanted = [p for p in partitions if p not in self._listings]
+        if self._source is not None and wanted:
+            for listing in self._source(wanted):
+                self._listings[listing.partition_path] = listing
+
     def listing(self, partition_path: str) -> PartitionListing:
         cached = self._listings.get(partition_path)
         if cached is None:

@@ -406,6 +406,7 @@ def plan_clustering(
     if not partitions:
         return None
     busy = _busy_file_groups(table, tl)
+    view.prefetch(partitions)
     groups: list[list[FileSlice]] = []
     incremental = policy.incremental_for(table.table_version)
     for partition in partitions:

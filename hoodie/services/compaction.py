@@ -337,6 +337,7 @@ def plan_compaction(
         partitions = view.partitions()
     if not partitions:
         return None
+    view.prefetch(partitions)
     busy = set(table.pending_compaction_operations(tl)) | set(table.pending_clustering_file_groups(tl))
     ops: list[CompactionOperation] = []
     for partition in partitions:
