@@ -146,8 +146,8 @@ def time_planning(root: Path, repeat: int, *, metadata_table: bool) -> PlanningT
         listing = _best(lambda: list_partitions(table.fileio, table.base_path), repeat)
     planners: dict[str, Callable[[], object]] = {
         "compaction": lambda: plan_compaction(table, CompactionPolicy(incremental=False), timeline),
-        f"compaction, incremental ({TOUCHED} partitions written since the last compaction)": lambda: (
-            plan_compaction(table, CompactionPolicy(), timeline)
+        f"incremental compaction ({TOUCHED} partitions written since)": lambda: plan_compaction(
+            table, CompactionPolicy(), timeline
         ),
         "log compaction": lambda: plan_log_compaction(table, LogCompactionPolicy(), timeline),
         "clustering": lambda: plan_clustering(table, ClusteringPolicy(), timeline),
