@@ -44,6 +44,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--metadata-files", type=int, default=None, help="files each metadata-section commit touches (1,000)"
     )
     p.add_argument(
+        "--planning-partitions",
+        type=int,
+        default=None,
+        help="partitions of the planning section's table, 20 file groups each (default 10,000)",
+    )
+    p.add_argument(
         "--only",
         choices=["read", "compaction", "clustering", "clean", "planning", "metadata", "daemon"],
         action="append",
@@ -311,7 +317,12 @@ def planning_section(args: argparse.Namespace) -> None:
 
     found = []
     for metadata_table in (False, True):
-        t = planning.time_planning(args.cache_dir, args.repeat, metadata_table=metadata_table)
+        t = planning.time_planning(
+            args.cache_dir,
+            args.repeat,
+            metadata_table=metadata_table,
+            partitions=args.planning_partitions or planning.PARTITIONS,
+        )
         where = (
             "the metadata table's files partition" if metadata_table else "storage (one listing per folder)"
         )

@@ -122,7 +122,9 @@ def _best(fn: Callable[[], T], repeat: int) -> float:
     return best
 
 
-def time_planning(root: Path, repeat: int, *, metadata_table: bool) -> PlanningTimes:
+def time_planning(
+    root: Path, repeat: int, *, metadata_table: bool, partitions: int = PARTITIONS, groups: int = GROUPS
+) -> PlanningTimes:
     from hoodie.metadata.table import MetadataTable
     from hoodie.services.clean_planner import CleanPolicy, list_partitions, plan_clean
     from hoodie.services.clustering import ClusteringPolicy, plan_clustering
@@ -130,11 +132,11 @@ def time_planning(root: Path, repeat: int, *, metadata_table: bool) -> PlanningT
     from hoodie.services.logcompaction import LogCompactionPolicy, plan_log_compaction
     from hoodie.table import HoodieTable
 
-    path = root / f"planning2-{PARTITIONS}x{GROUPS}-{'mdt' if metadata_table else 'nomdt'}"
+    path = root / f"planning2-{partitions}x{groups}-{'mdt' if metadata_table else 'nomdt'}"
     start = time.perf_counter()
     marker = path / ".bench-files"
     if not marker.exists():
-        files = build(path, PARTITIONS, GROUPS, metadata_table=metadata_table)
+        files = build(path, partitions, groups, metadata_table=metadata_table)
         marker.write_text(str(files))
     files = int(marker.read_text())
     built = time.perf_counter() - start
@@ -154,4 +156,4 @@ def time_planning(root: Path, repeat: int, *, metadata_table: bool) -> PlanningT
         "clean": lambda: plan_clean(table, CleanPolicy(commits_retained=1), timeline=timeline),
     }
     planning = {name: _best(fn, repeat) for name, fn in planners.items()}
-    return PlanningTimes(metadata_table, PARTITIONS, PARTITIONS * GROUPS, files, built, listing, planning)
+    return PlanningTimes(metadata_table, partitions, partitions * groups, files, built, listing, planning)
