@@ -44,8 +44,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--metadata-files", type=int, default=None, help="files each metadata-section commit touches (1,000)"
     )
     p.add_argument(
+        "--planning-partitions",
+        type=int,
+        default=None,
+        help="partitions of the planning section's table, 20 file groups each (default 10,000)",
+    )
+    p.add_argument(
         "--only",
-        choices=["read", "compaction", "clustering", "clean", "metadata", "daemon"],
+        choices=["read", "compaction", "clustering", "clean", "planning", "metadata", "daemon"],
         action="append",
         help="run only these sections (repeatable; default: all)",
     )
@@ -89,8 +95,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not 0 < updates <= rows:
         raise SystemExit("--updates must be between 1 and --rows")
     started = time.perf_counter()
-    sections = set(args.only or ["read", "compaction", "clustering", "clean", "metadata", "daemon"])
-    order = ("read", "compaction", "clustering", "clean", "metadata", "daemon")
+    order = ("read", "compaction", "clustering", "clean", "planning", "metadata", "daemon")
+    sections = set(args.only or order)
     print(f"hts benchmarks: {', '.join(s for s in order if s in sections)}")
     if sections & {"read", "compaction"}:
         print(
@@ -110,6 +116,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         clustering_section(args, rows)
     if "clean" in sections:
         clean_section(args)
+    if "planning" in sections:
+        planning_section(args)
     if "metadata" in sections:
         metadata_section(args)
     if "daemon" in sections:
@@ -302,6 +310,34 @@ def clean_section(args: argparse.Namespace) -> None:
             [Target("clean planning / listing", t.planning / t.listing, clean.TARGET_VS_LISTING, "x")]
         )
     )
+
+
+def planning_section(args: argparse.Namespace) -> None:
+    from bench import planning
+
+    found = []
+    for metadata_table in (False, True):
+        t = planning.time_planning(
+            args.cache_dir,
+            args.repeat,
+            metadata_table=metadata_table,
+            partitions=args.planning_partitions or planning.PARTITIONS,
+        )
+        where = (
+            "the metadata table's files partition" if metadata_table else "storage (one listing per folder)"
+        )
+        print(
+            f"\nplanning over {t.partitions:,} partitions, {t.file_groups:,} file groups "
+            f"({t.files:,} files), "
+            f"metadata table {'on' if metadata_table else 'off'}, best of {args.repeat} "
+            f"(table built or reused in {t.build:.1f}s):"
+        )
+        print(f"  {t.listing:7.3f}s  bare listing of {where}")
+        for name, seconds in t.planning.items():
+            print(f"  {seconds:7.3f}s  {name} planning")
+            label = f"{name} planning / listing, metadata table {'on' if metadata_table else 'off'}"
+            found.append(Target(label, seconds / t.listing, planning.TARGET_VS_LISTING, "x"))
+    print(format_targets(found))
 
 
 def metadata_section(args: argparse.Namespace) -> None:

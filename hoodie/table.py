@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from hoodie.config.table_config import METAFOLDER, TableConfig, TableKeys, read_table_properties
 from hoodie.errors import MalformedPlanError, SchemaError, TableNotFoundError, TimelineError
 from hoodie.file_group.file_slice import FileGroupId
-from hoodie.file_group.view import FileSystemView
+from hoodie.file_group.view import FileSystemView, ListingSource
 from hoodie.io.fileio import FileIO, join
 from hoodie.models.clustering import RequestedReplaceMetadata
 from hoodie.models.commit import CommitMetadata, ReplaceCommitMetadata
@@ -264,9 +264,13 @@ class HoodieTable:
         return out
 
     def file_system_view(
-        self, as_of: str | None = None, timeline: ActiveTimeline | None = None
+        self,
+        as_of: str | None = None,
+        timeline: ActiveTimeline | None = None,
+        source: ListingSource | None = None,
     ) -> FileSystemView:
-        """File groups and slices as of ``as_of`` (a requested instant time, inclusive) or latest."""
+        """File groups and slices as of ``as_of`` (a requested instant time, inclusive) or latest;
+        ``source`` lists partitions instead of storage (the metadata table's ``files`` partition)."""
         tl = timeline or self.timeline
         return FileSystemView(
             self.fileio,
@@ -277,6 +281,7 @@ class HoodieTable:
             replaced=self.replaced_file_groups(tl),
             as_of=as_of,
             archived_completion_time=self.archived_completion_time,
+            source=source,
         )
 
     # -- schema -------------------------------------------------------------------------------

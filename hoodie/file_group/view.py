@@ -17,13 +17,13 @@ It applies Apache Hudi's visibility rules when building slices from a storage li
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from hoodie.file_group.base_file import BaseFile
 from hoodie.file_group.file_slice import FileGroup, FileGroupId, FileSlice
 from hoodie.file_group.log_file import LogFile
-from hoodie.io.fileio import FileIO, join
+from hoodie.io.fileio import FileInfo, FileIO, join
 from hoodie.timeline.instant import Action
 from hoodie.timeline.instant_time import normalize
 from hoodie.timeline.timeline import Timeline
@@ -46,34 +46,51 @@ def list_partition_paths(fileio: FileIO, base_path: str) -> list[str]:
 
     The table root itself is the partition ``""`` of a non-partitioned table.
     """
-    out: list[str] = []
+    return [listing.partition_path for listing in list_table(fileio, base_path)]
+
+
+def list_table(fileio: FileIO, base_path: str) -> list[PartitionListing]:
+    """Every partition with its files, in partition order: one directory listing per folder."""
+    out: list[PartitionListing] = []
 
     def walk(path: str, rel: str) -> None:
         entries = fileio.list_dir(path)
         if any(not e.is_dir and e.name in _PARTITION_METAFILES for e in entries):
-            out.append(rel)
+            out.append(_listing_of(rel, entries))
         for e in entries:
             if e.is_dir and not e.name.startswith("."):
                 walk(e.path, f"{rel}/{e.name}" if rel else e.name)
 
     walk(base_path, "")
-    return sorted(out)
+    return sorted(out, key=lambda listing: listing.partition_path)
 
 
 def list_partition(fileio: FileIO, base_path: str, partition_path: str) -> PartitionListing:
+    return _listing_of(partition_path, fileio.list_dir(join(base_path, partition_path)))
+
+
+def _listing_of(partition_path: str, entries: Iterable[FileInfo]) -> PartitionListing:
+    return partition_listing(partition_path, ((e.name, e.size) for e in entries if not e.is_dir))
+
+
+def partition_listing(partition_path: str, files: Iterable[tuple[str, int]]) -> PartitionListing:
+    """The base and log files among ``files`` (name, size) of one partition."""
     bases: list[BaseFile] = []
     logs: list[LogFile] = []
-    for e in fileio.list_dir(join(base_path, partition_path)):
-        if e.is_dir:
+    for name, size in files:
+        if name.startswith("."):  # log file names start with a dot, base file names never do
+            log = LogFile.parse(name, size)
+            if log is not None and log.extension == "log" and not log.is_cdc:
+                logs.append(log)
             continue
-        base = BaseFile.parse(e.name, e.size)
+        base = BaseFile.parse(name, size)
         if base is not None:
             bases.append(base)
-            continue
-        log = LogFile.parse(e.name, e.size)
-        if log is not None and log.extension == "log" and not log.is_cdc:
-            logs.append(log)
     return PartitionListing(partition_path, tuple(bases), tuple(logs))
+
+
+ListingSource = Callable[[Sequence[str] | None], list[PartitionListing]]
+"""Listings of the given partitions, or of every partition for None (e.g. the metadata table's)."""
 
 
 class FileSystemView:
@@ -98,6 +115,7 @@ class FileSystemView:
         as_of: str | None = None,
         archived_completion_time: Callable[[str], str | None] | None = None,
         listings: Iterable[PartitionListing] | None = None,
+        source: ListingSource | None = None,
     ) -> None:
         self.fileio = fileio
         self.base_path = base_path
@@ -128,6 +146,7 @@ class FileSystemView:
             for listing in listings:
                 self._listings[listing.partition_path] = listing
         self._partitions: list[str] | None = None
+        self._source = source
 
     # -- visibility ---------------------------------------------------------------------------
     def _before_timeline_start(self, ts: str) -> bool:
@@ -155,13 +174,27 @@ class FileSystemView:
     # -- listing ------------------------------------------------------------------------------
     def partitions(self) -> list[str]:
         if self._partitions is None:
-            self._partitions = list_partition_paths(self.fileio, self.base_path)
+            # The walk that finds the partitions lists their files too: kept, not listed again.
+            found = self._source(None) if self._source else list_table(self.fileio, self.base_path)
+            for listing in found:
+                self._listings.setdefault(listing.partition_path, listing)
+            self._partitions = [listing.partition_path for listing in found]
         return self._partitions
+
+    def prefetch(self, partitions: Sequence[str]) -> None:
+        """List ``partitions`` now, in one read of the listing source when there is one."""
+        wanted = [p for p in partitions if p not in self._listings]
+        if self._source is not None and wanted:
+            for listing in self._source(wanted):
+                self._listings[listing.partition_path] = listing
 
     def listing(self, partition_path: str) -> PartitionListing:
         cached = self._listings.get(partition_path)
         if cached is None:
-            cached = list_partition(self.fileio, self.base_path, partition_path)
+            if self._source is not None:
+                cached = self._source([partition_path])[0]
+            else:
+                cached = list_partition(self.fileio, self.base_path, partition_path)
             self._listings[partition_path] = cached
         return cached
 

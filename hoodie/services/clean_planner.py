@@ -31,7 +31,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -41,6 +41,7 @@ from hoodie.models.clean import ActionInstant, CleanerPlan, CleanFileInfo, Clean
 from hoodie.models.commit import ReplaceCommitMetadata
 from hoodie.models.savepoint import SavepointMetadata
 from hoodie.services.options import bool_option, enum_option, int_option, lookup
+from hoodie.services.planning import metadata_files
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.instant_time import format_instant_time, normalize
@@ -74,6 +75,7 @@ INCREMENTAL_KEYS = (
 )
 TRIGGER_KEYS = ("hoodie.clean.trigger.strategy", "hoodie.cleaner.trigger.strategy")
 MAX_COMMITS_KEYS = ("hoodie.clean.max.commits", "hoodie.cleaner.trigger.max.commits")
+MAX_COMMITS_TO_CLEAN_KEY = "hoodie.clean.max.commits.to.clean"
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,7 @@ class CleanPolicy:
     incremental: bool = True
     trigger: CleanTrigger | None = None
     max_commits: int = 1
+    max_commits_to_clean: int | None = None
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> CleanPolicy:
@@ -119,6 +122,11 @@ class CleanPolicy:
             incremental=incremental,
             trigger=trigger,
             max_commits=int_option(options, MAX_COMMITS_KEYS, 1, 0),
+            max_commits_to_clean=(
+                int_option(options, MAX_COMMITS_TO_CLEAN_KEY, 0, 1)
+                if MAX_COMMITS_TO_CLEAN_KEY in options
+                else None
+            ),
         )
 
 
@@ -276,6 +284,32 @@ def earliest_commit_to_retain(
         cutoff = format_instant_time(now - dt.timedelta(hours=policy.hours_retained), tz)
         return next((i for i in completed if normalize(i.requested_time) >= cutoff), None)
     return None
+
+
+def bounded_earliest_commit_to_retain(
+    timeline: ActiveTimeline, policy: CleanPolicy, earliest: Instant | None, previous: str | None
+) -> Instant | None:
+    """``earliest`` moved back so that one clean passes at most ``max.commits.to.clean`` commits.
+
+    Hudi (``hoodie.clean.max.commits.to.clean``, 1.2, read by ``CleanPlanner`` /
+    ``CleanerUtils.getEarliestCommitToRetain``) bounds KEEP_LATEST_COMMITS and KEEP_LATEST_BY_HOURS
+    from the previous clean's earliest commit to retain (``previous``): when more than N completed
+    commits lie from it up to ``earliest``, the N-th commit after it (counting it as the 0th) is
+    retained instead, and the next clean goes on from there. Without a previous clean nothing is bounded.
+    """
+    cap = policy.max_commits_to_clean
+    if (
+        cap is None
+        or earliest is None
+        or not previous
+        or policy.policy is CleaningPolicy.KEEP_LATEST_FILE_VERSIONS
+    ):
+        return earliest
+    start = normalize(previous)
+    upto = normalize(earliest.requested_time)
+    after = [i for i in timeline.writes().completed() if normalize(i.requested_time) >= start]
+    passed = sum(1 for i in after if normalize(i.requested_time) < upto)
+    return after[cap] if passed > cap else earliest
 
 
 def last_clean_metadata(table: HoodieTable, timeline: ActiveTimeline) -> CleanMetadata | None:
@@ -499,6 +533,15 @@ class _Planner:
         return out, delete_partition
 
 
+def _lister(table: HoodieTable, timeline: ActiveTimeline) -> Callable[[Sequence[str] | None], TableListing]:
+    """File names per partition: from the metadata table's ``files`` partition when the table has
+    one (Hudi's clean planner reads its metadata-backed file-system view), else from storage."""
+    files = metadata_files(table, timeline)
+    if files is None:
+        return lambda partitions: list_partitions(table.fileio, table.base_path, partitions)
+    return lambda partitions: {p: list(names) for p, names in sorted(files(partitions).items())}
+
+
 @dataclass(frozen=True)
 class CleanPlanning:
     """A plan (None when nothing is due) and the partitions scanned to make it."""
@@ -525,17 +568,22 @@ def plan_clean(
     facts = TimelineFacts.gather(table, tl)
     moment = now or dt.datetime.now(dt.UTC)
     earliest = earliest_commit_to_retain(tl, policy, table.tz, moment)
+    if policy.max_commits_to_clean is not None:
+        last = last_clean_metadata(table, tl)
+        previous = last.earliest_commit_to_retain.strip() if last is not None else None
+        earliest = bounded_earliest_commit_to_retain(tl, policy, earliest, previous)
     listed: dict[str, Sequence[str]] = dict(listing) if listing is not None else {}
     chosen = partitions_to_clean(table, policy, tl, earliest, facts)
+    lister = _lister(table, tl)
     if chosen is None:
         if listing is None:
-            listed = dict(list_partitions(table.fileio, table.base_path))
+            listed = dict(lister(None))
         partitions = list(listed)
     else:
         partitions = chosen
         missing = [p for p in partitions if p not in listed]
         if missing:
-            listed.update(list_partitions(table.fileio, table.base_path, missing))
+            listed.update(lister(missing))
     planner = _Planner(table, policy, facts, normalize(earliest.requested_time) if earliest else None)
     to_delete: dict[str, list[CleanFileInfo]] = {}
     partitions_to_delete: list[str] = []

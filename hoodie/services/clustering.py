@@ -27,7 +27,7 @@ import datetime as dt
 import logging
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -55,11 +55,12 @@ from hoodie.services.clustering_executor import (
     SPARK_SORT_AND_SIZE,
     execute_clustering,
 )
+from hoodie.services.incremental import incremental_enabled, incremental_option, partitions_written_since
 from hoodie.services.layout import parse_sort_columns
 from hoodie.services.options import bool_option, int_option
+from hoodie.services.planning import planning_view
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant
-from hoodie.timeline.instant_time import normalize
 from hoodie.timeline.timeline import ActiveTimeline
 from hoodie.transaction.lock import locked
 
@@ -159,7 +160,6 @@ class ClusteringPolicy:
             for key in ("hoodie.clustering.inline.max.commits", "hoodie.clustering.async.max.commits")
             if key in options
         ]
-        incremental_key = "hoodie.table.services.incremental.enabled"
         regex = options.get(_PREFIX + "partition.regex.pattern") or None
         if regex is not None:
             try:
@@ -186,15 +186,13 @@ class ClusteringPolicy:
             end_partition=options.get(_PREFIX + "cluster.end.partition") or None,
             lookback_partitions=int_option(options, _PREFIX + "daybased.lookback.partitions", 2),
             skip_latest_partitions=int_option(options, _PREFIX + "daybased.skipfromlatest.partitions", 0),
-            incremental=bool_option(options, incremental_key, True) if incremental_key in options else None,
+            incremental=incremental_option(options),
             max_commits=max(triggers) if triggers else None,
         )
 
     def incremental_for(self, table_version: int) -> bool:
         """Incremental scheduling exists from table version 8 (Hudi 1.0) and is on by default there."""
-        if table_version < 8:
-            return False
-        return True if self.incremental is None else self.incremental
+        return incremental_enabled(self.incremental, table_version)
 
 
 # -- the timeline's clusterings --------------------------------------------------------------
@@ -243,22 +241,7 @@ def _incremental_partitions(
     """Partitions written since ``last`` (a completed clustering), and the partitions it missed."""
     plan = table.clustering_plan(last.requested_time, timeline).clustering_plan
     missing = list((plan.missing_schedule_partitions if plan else None) or [])
-    wanted = (
-        (Action.DELTA_COMMIT, Action.REPLACE_COMMIT)
-        if table.config.is_mor
-        else (Action.COMMIT, Action.REPLACE_COMMIT)
-    )
-    left = normalize(last.requested_time)
-    touched: set[str] = set()
-    for instant in timeline.completed().actions(*wanted):
-        if instant.requested_time == last.requested_time:
-            continue
-        completed_at = instant.completion_time or instant.requested_time
-        if normalize(completed_at) < left:
-            continue
-        meta = table.commit_metadata(instant, timeline)
-        touched.update(s.partition_path or "" for s in meta.write_stats())
-    return touched | set(missing), missing
+    return partitions_written_since(table, timeline, last) | set(missing), missing
 
 
 def _filter_partitions(
@@ -284,7 +267,7 @@ def clustering_partitions(
     table: HoodieTable,
     timeline: ActiveTimeline,
     policy: ClusteringPolicy,
-    all_partitions: Iterable[str],
+    all_partitions: Callable[[], Iterable[str]],
     now: dt.datetime,
 ) -> tuple[list[str], list[str]]:
     """The partitions to plan, and the ones recorded as missed (``missingSchedulePartitions``)."""
@@ -299,7 +282,7 @@ def clustering_partitions(
         if last is not None:
             partitions = sorted(_incremental_partitions(table, timeline, last)[0])
         else:
-            partitions = sorted(all_partitions)
+            partitions = sorted(all_partitions())
         if policy.partition_regex:
             pattern = re.compile(policy.partition_regex)
             partitions = [p for p in partitions if pattern.fullmatch(p)]
@@ -341,13 +324,17 @@ def _slice_info(table: HoodieTable, s: FileSlice) -> SliceInfo:
     )
 
 
+def _slice_size(s: FileSlice, policy: ClusteringPolicy) -> int:
+    return s.base_file.size if s.base_file is not None else policy.parquet_max_file_size
+
+
 def _groups_for_partition(
-    table: HoodieTable, slices: list[FileSlice], policy: ClusteringPolicy
-) -> tuple[list[ClusteringGroup], bool]:
+    slices: list[FileSlice], policy: ClusteringPolicy
+) -> tuple[list[list[FileSlice]], bool]:
     """Bin-pack one partition's eligible slices; True when the group limit left slices out."""
 
     def size(s: FileSlice) -> int:
-        return s.base_file.size if s.base_file is not None else policy.parquet_max_file_size
+        return _slice_size(s, policy)
 
     ordered = sorted(slices, key=lambda s: (-size(s), s.file_id))
     packed: list[list[FileSlice]] = []
@@ -366,24 +353,22 @@ def _groups_for_partition(
     single_ok = policy.single_group_clustering or bool(parse_sort_columns(policy.sort_columns))
     if current and not partial and (len(current) > 1 or single_ok):
         packed.append(current)
-    groups = [
-        ClusteringGroup(
-            slices=[_slice_info(table, s) for s in group],
-            metrics=_metrics(group, policy.parquet_max_file_size),
-            num_output_file_groups=max(
-                1, math.ceil(sum(size(s) for s in group) / policy.target_file_max_bytes)
-            ),
-            extra_metadata=None,
-            version=1,
-        )
-        for group in packed
-    ]
-    return groups, partial
+    return packed, partial
 
 
-def _partition_of(group: ClusteringGroup) -> str:
-    slices = group.slices or []
-    return (slices[0].partition_path or "") if slices else ""
+def _clustering_group(
+    table: HoodieTable, group: list[FileSlice], policy: ClusteringPolicy
+) -> ClusteringGroup:
+    """The plan entry of one packed group (built only for the groups a plan keeps)."""
+    return ClusteringGroup(
+        slices=[_slice_info(table, s) for s in group],
+        metrics=_metrics(group, policy.parquet_max_file_size),
+        num_output_file_groups=max(
+            1, math.ceil(sum(_slice_size(s, policy) for s in group) / policy.target_file_max_bytes)
+        ),
+        extra_metadata=None,
+        version=1,
+    )
 
 
 def _busy_file_groups(table: HoodieTable, timeline: ActiveTimeline) -> set[FileGroupId]:
@@ -406,7 +391,7 @@ def plan_clustering(
 ) -> RequestedReplaceMetadata | None:
     """The clustering plan Hudi's size-based strategy would make, or None if nothing qualifies."""
     tl = timeline or table.reload()
-    view = table.file_system_view(timeline=tl)
+    view = planning_view(table, tl)
     sort_columns = parse_sort_columns(policy.sort_columns)
     if sort_columns:
         schema = table_schema(table)
@@ -417,16 +402,14 @@ def plan_clustering(
                 f"(columns: {', '.join(schema.names)})"
             )
     moment = now or dt.datetime.now(table.tz)
-    partitions, missing = clustering_partitions(table, tl, policy, view.partitions(), moment)
+    partitions, missing = clustering_partitions(table, tl, policy, view.partitions, moment)
     if not partitions:
         return None
     busy = _busy_file_groups(table, tl)
-    known = set(view.partitions())
-    groups: list[ClusteringGroup] = []
+    view.prefetch(partitions)
+    groups: list[list[FileSlice]] = []
     incremental = policy.incremental_for(table.table_version)
     for partition in partitions:
-        if partition not in known:
-            continue
         eligible = []
         for fg in view.file_groups(partition):
             if view.is_replaced(fg.group_id) or fg.group_id in busy:
@@ -438,18 +421,18 @@ def plan_clustering(
             base_size = latest.base_file.size if latest.base_file is not None else 0
             if base_size < policy.small_file_limit:
                 eligible.append(latest)
-        found, partial = _groups_for_partition(table, eligible, policy)
+        found, partial = _groups_for_partition(eligible, policy)
         if len(found) > policy.max_num_groups or partial:
             missing.append(partition)
         groups.extend(found[: policy.max_num_groups])
     if len(groups) > policy.max_num_groups:
-        missing.extend(_partition_of(g) for g in groups[policy.max_num_groups :])
+        missing.extend(g[0].partition_path for g in groups[policy.max_num_groups :])
         groups = groups[: policy.max_num_groups]
     if not groups:
         return None
     params = {SORT_COLUMNS_KEY: policy.sort_columns} if policy.sort_columns else {}
     plan = ClusteringPlan(
-        input_groups=groups,
+        input_groups=[_clustering_group(table, g, policy) for g in groups],
         strategy=ClusteringStrategy(
             strategy_class_name=policy.execution_strategy, strategy_params=params, version=1
         ),

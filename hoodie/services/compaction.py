@@ -48,7 +48,9 @@ from hoodie.services.base import (
     register_service,
 )
 from hoodie.services.claim import claim_instant, require_pending
+from hoodie.services.incremental import compaction_partitions, incremental_enabled, incremental_option
 from hoodie.services.options import int_option
+from hoodie.services.planning import planning_view
 from hoodie.services.rollback import recover_inflight
 from hoodie.services.slice_tasks import (
     SliceTask,
@@ -113,6 +115,7 @@ class CompactionPolicy:
     log_file_num_threshold: int = 0
     target_io_mb: int = 500 * 1024
     day_based_partitions: int = 10
+    incremental: bool | None = None
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> CompactionPolicy:
@@ -142,6 +145,7 @@ class CompactionPolicy:
             log_file_num_threshold=int_option(options, "hoodie.compaction.logfile.num.threshold", 0),
             target_io_mb=int_option(options, "hoodie.compaction.target.io", 500 * 1024),
             day_based_partitions=int_option(options, "hoodie.compaction.daybased.target.partitions", 10),
+            incremental=incremental_option(options),
         )
 
 
@@ -231,8 +235,12 @@ def compaction_plan(
     *,
     strategy: StrategyRecord | None = None,
     preserve_hoodie_metadata: bool = False,
+    missing_schedule_partitions: Sequence[str] | None = (),
 ) -> CompactionPlan | None:
-    """A plan of ``ops`` in partition and file-id order, or None when there are none."""
+    """A plan of ``ops`` in partition and file-id order, or None when there are none.
+
+    ``missing_schedule_partitions`` is None when incremental planning is off, as Hudi writes it.
+    """
     if not ops:
         return None
     ops.sort(key=lambda op: (op.partition_path or "", op.file_id or ""))
@@ -241,7 +249,9 @@ def compaction_plan(
         extra_metadata={},
         strategy=strategy,
         preserve_hoodie_metadata=preserve_hoodie_metadata,
-        missing_schedule_partitions=[],
+        missing_schedule_partitions=None
+        if missing_schedule_partitions is None
+        else list(missing_schedule_partitions),
     )
 
 
@@ -292,30 +302,55 @@ def _bounded(ops: list[CompactionOperation], target_io_mb: int) -> list[Compacti
     return out
 
 
+def _left_out(
+    ops: list[CompactionOperation], chosen: list[CompactionOperation], policy: CompactionPolicy
+) -> list[str]:
+    """Partitions of operations the strategy filtered out, in plan order (``missingSchedulePartitions``).
+
+    Hudi's ``CompactionStrategy.orderAndFilter`` records them so the next incremental plan looks
+    there again; the day-based strategy rolls partitions and records none.
+    """
+    if policy.strategy is CompactionStrategy.DAY_BASED:
+        return []
+    kept = {id(op) for op in chosen}
+    return sorted({op.partition_path or "" for op in ops if id(op) not in kept})
+
+
 def plan_compaction(
     table: HoodieTable, policy: CompactionPolicy, timeline: ActiveTimeline | None = None
 ) -> CompactionPlan | None:
     """A plan over the latest slices that have log files, or None if there is nothing to compact.
 
     File groups under a pending compaction or clustering are left out (their slices are spoken
-    for), as are replaced file groups.
+    for), as are replaced file groups. With incremental planning (:mod:`hoodie.services.incremental`)
+    only the partitions written since the last compaction, and those it left out, are listed.
     """
     if not table.config.is_mor:
         raise TableServiceError(
             f"{table.base_path} is {table.config.table_type.value}: only MERGE_ON_READ tables compact"
         )
     tl = timeline or table.reload()
-    view = table.file_system_view(timeline=tl)
+    view = planning_view(table, tl)
+    incremental = incremental_enabled(policy.incremental, table.table_version)
+    partitions = compaction_partitions(table, tl, incremental)
+    if partitions is None:
+        partitions = view.partitions()
+    if not partitions:
+        return None
+    view.prefetch(partitions)
     busy = set(table.pending_compaction_operations(tl)) | set(table.pending_clustering_file_groups(tl))
     ops: list[CompactionOperation] = []
-    for partition in view.partitions():
+    for partition in partitions:
         for group in view.file_groups(partition):
-            if view.is_replaced(group.group_id) or group.group_id in busy:
+            group_id = group.group_id
+            if view.is_replaced(group_id) or group_id in busy:
                 continue
             slices = group.slices()
             if slices and slices[0].log_files:
                 ops.append(compaction_operation(slices[0]))
-    return compaction_plan(_select(ops, policy))
+    chosen = _select(ops, policy)
+    missing = _left_out(ops, chosen, policy) if incremental else None
+    return compaction_plan(chosen, missing_schedule_partitions=missing)
 
 
 def schedule_compaction(

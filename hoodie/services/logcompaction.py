@@ -65,6 +65,7 @@ from hoodie.services.base import (
 from hoodie.services.claim import claim_instant, require_pending
 from hoodie.services.compaction import compaction_operation, compaction_plan, slice_of
 from hoodie.services.options import bool_option, int_option
+from hoodie.services.planning import planning_view
 from hoodie.services.rollback import execute_rollback, schedule_rollback
 from hoodie.services.slice_tasks import (
     SliceTask,
@@ -173,7 +174,7 @@ def plan_log_compaction(
     """
     require_log_compactable(table)
     tl = timeline or table.reload()
-    view = table.file_system_view(timeline=tl)
+    view = planning_view(table, tl)
     busy = set(table.pending_compaction_operations(tl)) | set(table.pending_clustering_file_groups(tl))
     for pending in tl.pending_log_compaction():
         busy.update(

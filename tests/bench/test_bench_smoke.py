@@ -76,10 +76,12 @@ def test_timing_memory_and_profile_machinery(small: bench_data.BenchData) -> Non
 def test_cli_runs_end_to_end(small: bench_data.BenchData, capsys: pytest.CaptureFixture[str]) -> None:
     cache = small.root.parent
     args = ["--rows", str(ROWS), "--repeat", "1", "--no-memory", "--cache-dir", str(cache)]
-    assert main([*args, "--metadata-files", "12"]) == 0
+    assert main([*args, "--metadata-files", "12", "--planning-partitions", "30"]) == 0
     out = capsys.readouterr().out
     assert "identical to ours" in out
     assert "time ours / floor" in out and "time ours / hudi-rs" in out
+    assert "planning over 30 partitions, 600 file groups" in out
+    assert "clean planning / listing, metadata table on" in out
     assert "insert: 12 files" in out and "with record index, upsert: metadata update / data write" in out
 
 

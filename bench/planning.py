@@ -1,0 +1,159 @@
+"""Planning benchmark: compaction, log-compaction, clustering and clean planning of a wide table
+against a bare listing of it.
+
+The table is synthetic but real to the planners: a MERGE_ON_READ table (version 8) of
+``partitions`` x ``groups`` file groups, each an empty base file written by a first delta commit,
+one in four with a log file of a second delta commit, one in eight with a second log file of a
+third, and the completed delta commits on the timeline; then a completed compaction (an empty
+plan) and a delta commit touching ``TOUCHED`` partitions, so that the incremental compaction plan
+looks at those only. With the metadata table on, its ``files`` partition is built from that storage
+and the bare listing is a read of that partition.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+import pyarrow as pa
+
+TARGET_VS_LISTING = 2.0
+PARTITIONS = int(os.environ.get("HTS_BENCH_PLANNING_PARTITIONS", "10000"))
+GROUPS = int(os.environ.get("HTS_BENCH_PLANNING_GROUPS", "20"))
+TOUCHED = 100
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class PlanningTimes:
+    metadata_table: bool
+    partitions: int
+    file_groups: int
+    files: int
+    build: float
+    listing: float
+    planning: dict[str, float]
+
+
+def _instant(commit: int, millis: int = 0) -> str:
+    return f"2025010100{commit:02d}00{millis:03d}"
+
+
+def build(path: Path, partitions: int, groups: int, *, metadata_table: bool) -> int:
+    """Write the table; returns the number of data files."""
+    from hoodie.config.table_config import TableType, TableVersion
+    from hoodie.metadata.init import initialize_metadata_table
+    from hoodie.models.commit import CommitMetadata, WriteStat
+    from hoodie.models.compaction import CompactionPlan
+    from hoodie.table import HoodieTable
+    from hoodie.timeline.instant import Action, Instant, State
+    from hoodie.write.create import create_table
+
+    shutil.rmtree(path, ignore_errors=True)
+    schema = pa.schema([("id", pa.string()), ("p", pa.string())])
+    create_table(
+        str(path),
+        table_name="planning_bench",
+        table_type=TableType.MERGE_ON_READ,
+        schema=schema,
+        record_key_fields=["id"],
+        partition_fields=["p"],
+        table_version=TableVersion.EIGHT,
+        metadata_table=False,
+    )
+    times = [_instant(c) for c in range(3)]
+    files = 0
+    for p in range(partitions):
+        folder = path / f"p={p:05d}"
+        folder.mkdir(parents=True)
+        (folder / ".hoodie_partition_metadata").write_bytes(
+            b"#partition metadata\ncommitTime=0\npartitionDepth=1\n"
+        )
+        for g in range(groups):
+            file_id = f"{p:08d}-{g:04d}-0000-0000-000000000000-0"
+            (folder / f"{file_id}_0-1-0_{times[0]}.parquet").write_bytes(b"")
+            files += 1
+            if g % 4 == 0:
+                (folder / f".{file_id}_{times[1]}.log.1_0-1-0").write_bytes(b"")
+                files += 1
+            if g % 8 == 0:
+                (folder / f".{file_id}_{times[2]}.log.1_0-1-0").write_bytes(b"")
+                files += 1
+    table = HoodieTable.open(str(path))
+    stats = {f"p={p:05d}": [WriteStat(partition_path=f"p={p:05d}")] for p in range(partitions)}
+    for c, ts in enumerate(times):
+        timeline = table.reload()
+        requested = timeline.create_requested(Instant(ts, Action.DELTA_COMMIT, State.REQUESTED))
+        inflight = timeline.transition_to_inflight(requested)
+        meta = CommitMetadata(partition_to_write_stats=stats, operation_type="UPSERT")
+        timeline.complete(inflight, meta.to_bytes(8), _instant(c, 500))
+    # A completed compaction that compacted nothing, then a delta commit touching TOUCHED partitions.
+    timeline = table.reload()
+    plan = CompactionPlan(operations=[], extra_metadata={}, missing_schedule_partitions=[])
+    requested = timeline.create_requested(
+        Instant(_instant(3), Action.COMPACTION, State.REQUESTED), plan.to_bytes(8)
+    )
+    inflight = timeline.transition_to_inflight(requested)
+    done = CommitMetadata(partition_to_write_stats={}, operation_type="COMPACT", compacted=True)
+    timeline.complete(inflight, done.to_bytes(8), _instant(3, 500))
+    step = max(1, partitions // TOUCHED)
+    touched = {f"p={p:05d}": [WriteStat(partition_path=f"p={p:05d}")] for p in range(0, partitions, step)}
+    timeline = table.reload()
+    requested = timeline.create_requested(Instant(_instant(4), Action.DELTA_COMMIT, State.REQUESTED))
+    inflight = timeline.transition_to_inflight(requested)
+    meta = CommitMetadata(partition_to_write_stats=touched, operation_type="UPSERT")
+    timeline.complete(inflight, meta.to_bytes(8), _instant(4, 500))
+    if metadata_table:
+        initialize_metadata_table(HoodieTable.open(str(path)), lambda: _instant(9))
+    return files
+
+
+def _best(fn: Callable[[], T], repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def time_planning(
+    root: Path, repeat: int, *, metadata_table: bool, partitions: int = PARTITIONS, groups: int = GROUPS
+) -> PlanningTimes:
+    from hoodie.metadata.table import MetadataTable
+    from hoodie.services.clean_planner import CleanPolicy, list_partitions, plan_clean
+    from hoodie.services.clustering import ClusteringPolicy, plan_clustering
+    from hoodie.services.compaction import CompactionPolicy, plan_compaction
+    from hoodie.services.logcompaction import LogCompactionPolicy, plan_log_compaction
+    from hoodie.table import HoodieTable
+
+    path = root / f"planning2-{partitions}x{groups}-{'mdt' if metadata_table else 'nomdt'}"
+    start = time.perf_counter()
+    marker = path / ".bench-files"
+    if not marker.exists():
+        files = build(path, partitions, groups, metadata_table=metadata_table)
+        marker.write_text(str(files))
+    files = int(marker.read_text())
+    built = time.perf_counter() - start
+    table = HoodieTable.open(str(path))
+    timeline = table.reload()
+    if metadata_table:
+        listing = _best(lambda: MetadataTable.open(table, timeline).list_files(), repeat)
+    else:
+        listing = _best(lambda: list_partitions(table.fileio, table.base_path), repeat)
+    planners: dict[str, Callable[[], object]] = {
+        "compaction": lambda: plan_compaction(table, CompactionPolicy(incremental=False), timeline),
+        f"incremental compaction ({TOUCHED} partitions written since)": lambda: plan_compaction(
+            table, CompactionPolicy(), timeline
+        ),
+        "log compaction": lambda: plan_log_compaction(table, LogCompactionPolicy(), timeline),
+        "clustering": lambda: plan_clustering(table, ClusteringPolicy(), timeline),
+        "clean": lambda: plan_clean(table, CleanPolicy(commits_retained=1), timeline=timeline),
+    }
+    planning = {name: _best(fn, repeat) for name, fn in planners.items()}
+    return PlanningTimes(metadata_table, partitions, partitions * groups, files, built, listing, planning)
