@@ -85,7 +85,8 @@ def _best(fn: Callable[[], T], repeat: int) -> tuple[float, T]:
 
 
 def time_clean_planning(root: Path, repeat: int) -> CleanTimes:
-    from hoodie.services.clean_planner import CleanPolicy, list_partitions, plan_clean
+    from hoodie.services.clean_planner import list_partitions, plan_clean
+    from hoodie.services.clean_policy import CleanPolicy
     from hoodie.table import HoodieTable
 
     path = root / "clean-table"

@@ -126,7 +126,8 @@ def time_planning(
     root: Path, repeat: int, *, metadata_table: bool, partitions: int = PARTITIONS, groups: int = GROUPS
 ) -> PlanningTimes:
     from hoodie.metadata.table import MetadataTable
-    from hoodie.services.clean_planner import CleanPolicy, list_partitions, plan_clean
+    from hoodie.services.clean_planner import list_partitions, plan_clean
+    from hoodie.services.clean_policy import CleanPolicy
     from hoodie.services.clustering import ClusteringPolicy, plan_clustering
     from hoodie.services.compaction import CompactionPolicy, plan_compaction
     from hoodie.services.logcompaction import LogCompactionPolicy, plan_log_compaction

@@ -48,7 +48,7 @@ from hoodie.services.base import (
     crash_point,
     register_service,
 )
-from hoodie.services.clean_planner import COMMITS_RETAINED_KEYS, HOURS_RETAINED_KEYS, POLICY_KEYS
+from hoodie.services.clean_policy import COMMITS_RETAINED_KEYS, HOURS_RETAINED_KEYS, POLICY_KEYS
 from hoodie.services.compaction import TriggerStrategy
 from hoodie.services.options import bool_option, enum_option, int_option
 from hoodie.table import HoodieTable

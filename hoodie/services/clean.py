@@ -35,13 +35,12 @@ from hoodie.services.base import (
 from hoodie.services.claim import claim_instant, require_pending
 from hoodie.services.clean_planner import (
     CleanPlanning,
-    CleanPolicy,
-    CleanTrigger,
     TableListing,
     last_clean_metadata,
     list_partitions,
     plan_clean,
 )
+from hoodie.services.clean_policy import CleanPolicy, CleanTrigger
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.instant_time import normalize

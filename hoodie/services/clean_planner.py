@@ -23,7 +23,8 @@ never touches data files. The rules it applies:
 
 Listing and planning are separate steps (:func:`list_partitions`, then :func:`plan_clean` with
 ``listing=``) so each can be timed. File names are parsed with two regular expressions into plain
-dicts of strings; no per-file objects are built.
+dicts of strings; no per-file objects are built. The policy (Hudi's cleaner keys) is
+:mod:`hoodie.services.clean_policy`.
 """
 
 from __future__ import annotations
@@ -33,14 +34,13 @@ import logging
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 
 from hoodie.file_group.view import PARTITION_METAFILE
 from hoodie.io.fileio import FileIO, join
 from hoodie.models.clean import ActionInstant, CleanerPlan, CleanFileInfo, CleaningPolicy, CleanMetadata
 from hoodie.models.commit import ReplaceCommitMetadata
 from hoodie.models.savepoint import SavepointMetadata
-from hoodie.services.options import bool_option, enum_option, int_option, lookup
+from hoodie.services.clean_policy import CleanPolicy
 from hoodie.services.planning import metadata_files
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
@@ -54,80 +54,6 @@ SAVEPOINTED_TIMESTAMPS = "savepointed_timestamps"
 
 TableListing = dict[str, list[str]]
 """Partition path ("" for a non-partitioned table) -> names of the files directly in it."""
-
-
-class CleanTrigger(StrEnum):
-    """``hoodie.clean.trigger.strategy``: Hudi knows only NUM_COMMITS."""
-
-    NUM_COMMITS = "NUM_COMMITS"
-
-
-# Each setting's keys, the current spelling first, then the spellings Hudi also accepts.
-POLICY_KEYS = ("hoodie.clean.policy", "hoodie.cleaner.policy")
-COMMITS_RETAINED_KEYS = ("hoodie.clean.commits.retained", "hoodie.cleaner.commits.retained")
-HOURS_RETAINED_KEYS = ("hoodie.clean.hours.retained", "hoodie.cleaner.hours.retained")
-FILE_VERSIONS_RETAINED_KEYS = ("hoodie.clean.fileversions.retained", "hoodie.cleaner.fileversions.retained")
-INCREMENTAL_KEYS = (
-    "hoodie.cleaner.incremental.mode",
-    "hoodie.clean.incremental.mode",
-    "hoodie.cleaner.incremental.enabled",
-    "hoodie.clean.incremental.enabled",
-)
-TRIGGER_KEYS = ("hoodie.clean.trigger.strategy", "hoodie.cleaner.trigger.strategy")
-MAX_COMMITS_KEYS = ("hoodie.clean.max.commits", "hoodie.cleaner.trigger.max.commits")
-MAX_COMMITS_TO_CLEAN_KEY = "hoodie.clean.max.commits.to.clean"
-
-
-@dataclass(frozen=True)
-class CleanPolicy:
-    """How to clean, from Hudi's clean config keys; ``trigger=None`` schedules whenever files are due."""
-
-    policy: CleaningPolicy = CleaningPolicy.KEEP_LATEST_COMMITS
-    commits_retained: int = 10
-    file_versions_retained: int = 3
-    hours_retained: int = 24
-    incremental: bool = True
-    trigger: CleanTrigger | None = None
-    max_commits: int = 1
-    max_commits_to_clean: int | None = None
-
-    @classmethod
-    def from_options(cls, options: Mapping[str, str]) -> CleanPolicy:
-        if lookup(options, POLICY_KEYS) is not None:
-            policy = enum_option(options, POLICY_KEYS, CleaningPolicy, CleaningPolicy.KEEP_LATEST_COMMITS)
-        else:
-            # Hudi infers the policy when exactly one retention setting is given.
-            given = [
-                p
-                for p, keys in (
-                    (CleaningPolicy.KEEP_LATEST_COMMITS, COMMITS_RETAINED_KEYS),
-                    (CleaningPolicy.KEEP_LATEST_BY_HOURS, HOURS_RETAINED_KEYS),
-                    (CleaningPolicy.KEEP_LATEST_FILE_VERSIONS, FILE_VERSIONS_RETAINED_KEYS),
-                )
-                if lookup(options, keys) is not None
-            ]
-            policy = given[0] if len(given) == 1 else CleaningPolicy.KEEP_LATEST_COMMITS
-        trigger: CleanTrigger | None = None
-        if lookup(options, TRIGGER_KEYS) is not None:
-            trigger = enum_option(options, TRIGGER_KEYS, CleanTrigger, CleanTrigger.NUM_COMMITS)
-        elif lookup(options, MAX_COMMITS_KEYS) is not None:
-            trigger = CleanTrigger.NUM_COMMITS
-        incremental = bool_option(options, INCREMENTAL_KEYS, True)
-        return cls(
-            policy=policy,
-            commits_retained=int_option(options, COMMITS_RETAINED_KEYS, 10, 0),
-            # Zero versions would delete the latest slice of every file group: refused.
-            file_versions_retained=int_option(options, FILE_VERSIONS_RETAINED_KEYS, 3, 1),
-            hours_retained=int_option(options, HOURS_RETAINED_KEYS, 24, 0),
-            incremental=incremental,
-            trigger=trigger,
-            max_commits=int_option(options, MAX_COMMITS_KEYS, 1, 0),
-            max_commits_to_clean=(
-                int_option(options, MAX_COMMITS_TO_CLEAN_KEY, 0, 1)
-                if MAX_COMMITS_TO_CLEAN_KEY in options
-                else None
-            ),
-        )
 
 
 # -- listing ----------------------------------------------------------------------------------

@@ -11,7 +11,8 @@ from bench.clean import build as build_clean_table
 from hoodie.models.compaction import CompactionPlan
 from hoodie.services.base import LocalRunner, ServiceContext
 from hoodie.services.clean import execute_clean, schedule_clean
-from hoodie.services.clean_planner import CleanPolicy, plan_clean
+from hoodie.services.clean_planner import plan_clean
+from hoodie.services.clean_policy import CleanPolicy
 from hoodie.services.compaction import (
     CompactionPolicy,
     CompactionStrategy,
