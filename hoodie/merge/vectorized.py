@@ -299,6 +299,7 @@ def merge_logs(
         log_data=log_data,
         winner_ordering=winner_ordering,
         entries=n,
+        entry_codes=codes,
     )
 
 
@@ -314,6 +315,7 @@ class LogMerge:
     log_data: pa.Table | None
     winner_ordering: list[pa.Array]  # per ordering field: the winner's value, per code
     entries: int
+    entry_codes: npt.NDArray[np.int64] | None = None  # per entry: its key's code
 
     @property
     def keys(self) -> int:
