@@ -24,6 +24,7 @@ removed when the merge ends, completes or fails. Partial updates, custom mergers
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import shutil
@@ -36,12 +37,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hoodie.errors import CorruptLogBlockError, TableServiceError
 from hoodie.file_group.file_slice import FileSlice
 from hoodie.file_group.log_block import BlockType, LogBlock
 from hoodie.io.fileio import FileIO
+from hoodie.merge.spill_blocks import SMALL_BLOCK, WINDOW, LazyLogs, NotStreamable
 from hoodie.merge.vectorized import (
     BaseMerger,
     DeleteEntries,
@@ -51,7 +54,7 @@ from hoodie.merge.vectorized import (
     _ordering_types,
     merge_logs,
 )
-from hoodie.read.log_scanner import scan_log_blocks
+from hoodie.read.log_scanner import ScanStats, scan_log_blocks
 from hoodie.read.slice_reader import (
     BASE_BATCH_ROWS,
     SliceReadOptions,
@@ -225,8 +228,15 @@ class _Outcomes:
     entries: int = 0
 
 
-def _entries(block: LogBlock, opts: SliceReadOptions) -> Iterator[pa.Table | DeleteEntries]:
+def _entries(
+    block: LogBlock, opts: SliceReadOptions, lazy: LazyLogs | None
+) -> Iterator[pa.Table | DeleteEntries]:
     """A log block's entries in processing order, a bounded part at a time."""
+    if lazy is not None and lazy.content_range(block) is not None:
+        if block.block_type is BlockType.AVRO_DATA and opts.on_read is None and block.schema:
+            yield from lazy.iter_avro(block, opts.schema)
+            return
+        block = lazy.content(block)
     if block.block_type is BlockType.DELETE:
         d = decode_delete_block(block, opts.table_version)
         yield DeleteEntries(pa.array(d.keys, pa.string()), d.ordering_values, d.ordering_classes)
@@ -254,13 +264,15 @@ def _entries(block: LogBlock, opts: SliceReadOptions) -> Iterator[pa.Table | Del
         yield decode_data_block(block, opts.schema, on_read=opts.on_read)
 
 
-def _spill_logs(blocks: list[LogBlock], opts: SliceReadOptions, buckets: list[_Bucket]) -> int:
+def _spill_logs(
+    blocks: list[LogBlock], opts: SliceReadOptions, buckets: list[_Bucket], lazy: LazyLogs | None
+) -> int:
     """Pass 1: every log entry to its key's bucket, with its processing sequence number."""
     key = opts.key_field
     seq = 0
     while blocks:
         block = blocks.pop(0)  # released as we go: memory holds one log file's bytes at most
-        for part in _entries(block, opts):
+        for part in _entries(block, opts, lazy):
             n = len(part) if isinstance(part, DeleteEntries) else part.num_rows
             if n == 0:
                 continue
@@ -340,6 +352,31 @@ def _merge_bucket(
     return path
 
 
+class _Lookup:
+    """Record keys -> their code among all buckets' merged keys (-1: no log entry)."""
+
+    def __init__(self, outcomes: _Outcomes, buckets: int) -> None:
+        self.buckets = buckets
+        self.by_bucket: dict[int, tuple[pa.Array, int]] = {}
+        start = 0
+        for keys, in_bucket in zip(outcomes.keys, outcomes.bucket, strict=True):
+            self.by_bucket[int(in_bucket[0])] = (keys, start)
+            start += len(keys)
+
+    def __call__(self, keys: pa.Array) -> npt.NDArray[np.int64]:
+        codes = np.full(len(keys), -1, dtype=np.int64)
+        where = bucket_of(keys, self.buckets)
+        for b in np.unique(where).tolist():
+            if b not in self.by_bucket:
+                continue
+            dictionary, start = self.by_bucket[b]
+            rows = np.nonzero(where == b)[0]
+            idx = pc.index_in(keys.take(pa.array(rows)), value_set=dictionary)
+            found = np.asarray(pc.fill_null(idx, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
+            codes[rows] = np.where(found >= 0, found + start, -1)
+        return codes
+
+
 class _Winners:
     """A cursor over one bucket's spilled winning rows, yielding only those to emit, in order."""
 
@@ -406,6 +443,27 @@ def _emit(
         yield merged.take(pa.array(at))
 
 
+def _scan(
+    fileio: FileIO,
+    base_path: str,
+    file_slice: FileSlice,
+    opts: SliceReadOptions,
+    stats: ScanStats,
+    lazy: LazyLogs | None,
+) -> list[LogBlock]:
+    return scan_log_blocks(
+        fileio,
+        base_path,
+        file_slice,
+        is_committed=opts.is_committed,
+        latest_instant=opts.latest_instant,
+        instant_range=opts.instant_range,
+        report=opts.report,
+        stats=stats,
+        read_log=lazy.read if lazy is not None else None,
+    )
+
+
 def iter_spilled_slice(
     fileio: FileIO,
     base_path: str,
@@ -420,16 +478,19 @@ def iter_spilled_slice(
     base_batches: Iterable[pa.Table] = (
         iter_parquet(fileio, base_file, opts.schema, on_read=opts.on_read) if base_file else ()
     )
-    blocks = scan_log_blocks(
-        fileio,
-        base_path,
-        file_slice,
-        is_committed=opts.is_committed,
-        latest_instant=opts.latest_instant,
-        instant_range=opts.instant_range,
-        report=opts.report,
-        stats=opts.stats,
+    # Large blocks keep their content in the file until it is decoded, a window at a time.
+    lazy: LazyLogs | None = LazyLogs(
+        fileio, min(SMALL_BLOCK, budget.max_size // 16), min(WINDOW, max(4096, budget.max_size // 32))
     )
+    scanned = ScanStats()
+    try:
+        blocks = _scan(fileio, base_path, file_slice, opts, scanned, lazy)
+    except NotStreamable as e:  # e.g. a corrupt block: read the log files whole, as the reader does
+        log.info("%s: log files read whole (%s)", file_slice.file_id, e)
+        lazy, scanned = None, ScanStats()
+        blocks = _scan(fileio, base_path, file_slice, opts, scanned, None)
+    for f in dataclasses.fields(ScanStats):
+        setattr(opts.stats, f.name, getattr(opts.stats, f.name) + getattr(scanned, f.name))
     if any(b.is_partial for b in blocks):
         yield from iter_read_slice(fileio, base_path, file_slice, opts)  # partial updates: per record
         return
@@ -455,7 +516,7 @@ def iter_spilled_slice(
     try:
         spilled = [_Bucket(root / f"bucket-{i}.arrow") for i in range(buckets)]
         try:
-            _spill_logs(blocks, opts, spilled)
+            _spill_logs(blocks, opts, spilled, lazy)
         finally:
             for bucket in spilled:
                 bucket.close()
@@ -470,8 +531,9 @@ def iter_spilled_slice(
                 yield batch
             return
         n_keys = sum(len(k) for k in outcomes.keys)
+        # The keys stay in their buckets (no concatenated copy): a base key is looked up in its own.
         summary = LogMerge(
-            dictionary=pa.concat_arrays(outcomes.keys),
+            dictionary=pa.nulls(n_keys),
             winner=np.arange(n_keys, dtype=np.int64),
             is_delete=np.concatenate(outcomes.is_delete),
             is_reset=np.concatenate(outcomes.is_reset),
@@ -480,8 +542,7 @@ def iter_spilled_slice(
             winner_ordering=[pa.concat_arrays(v) for v in outcomes.ordering],
             entries=outcomes.entries,
         )
-        outcomes.keys = []
-        merger = BaseMerger(summary, spec, counts)
+        merger = BaseMerger(summary, spec, counts, _Lookup(outcomes, buckets))
         for batch in base_batches:
             kept = merger.merge_batch(batch)
             if kept.num_rows:

@@ -13,6 +13,8 @@ import pytest
 
 from hoodie.config.table_config import RecordMergeMode, TableType
 from hoodie.errors import TableServiceError
+from hoodie.file_group.log_block import BlockType
+from hoodie.file_group.log_reader import read_blocks
 from hoodie.merge.spill import (
     MAX_SIZE_KEY,
     SPILL_PATH_KEY,
@@ -20,8 +22,9 @@ from hoodie.merge.spill import (
     bucket_of,
     iter_spilled_slice,
 )
+from hoodie.merge.spill_blocks import LazyLogs
 from hoodie.read.log_scanner import ScanStats
-from hoodie.read.slice_reader import SliceMergeInfo, read_slice
+from hoodie.read.slice_reader import SliceMergeInfo, decode_data_block, read_slice
 from hoodie.services.base import LocalRunner, ServiceContext
 from hoodie.services.compaction import CompactionPolicy, execute_compaction, schedule_compaction
 from hoodie.services.slice_tasks import SliceTask
@@ -82,6 +85,9 @@ def _stats(table: HoodieTable, instant: str) -> list[tuple[object, ...]]:
             s.num_inserts,
             s.total_log_records,
             s.total_updated_records_compacted,
+            s.total_log_blocks,
+            s.total_log_files_compacted,
+            s.total_log_size_compacted,
         )
         for s in meta.write_stats()
     )
@@ -211,3 +217,29 @@ def test_keys_spread_over_buckets_deterministically() -> None:
     assert (first == again).all() and set(first.tolist()) == set(range(7))
     assert min(int((first == b).sum()) for b in range(7)) > 1_000  # roughly even
     assert (bucket_of(keys.slice(5, 20), 7) == first[5:25]).all()  # independent of the array's offset
+
+
+@pytest.mark.parametrize("window", [7, 100, 1 << 20])
+def test_large_blocks_decode_a_window_at_a_time_as_read_whole(tmp_path: Path, window: int) -> None:
+    table = _table(
+        tmp_path / "t", RecordMergeMode.COMMIT_TIME_ORDERING, TableType.MERGE_ON_READ, LogBlockFormat.AVRO
+    )
+    task, slices = _slice_options(table)
+    schema = task.schema
+    decoded = 0
+    for file_slice in slices:
+        for path in file_slice.log_file_paths(table.base_path):  # type: ignore[attr-defined]
+            lazy = LazyLogs(table.fileio, small_block=0, window=window)
+            size, blocks = lazy.read(path)
+            whole = read_blocks(table.fileio.read_bytes(path), path)
+            assert size == Path(path).stat().st_size
+            assert [(b.block_type, b.header, b.offset, b.size) for b in blocks] == [
+                (b.block_type, b.header, b.offset, b.size) for b in whole
+            ]
+            for lazy_block, block in zip(blocks, whole, strict=True):
+                assert lazy.content(lazy_block).content == block.content
+                if block.block_type is BlockType.AVRO_DATA:
+                    parts = list(lazy.iter_avro(lazy_block, schema))
+                    assert pa.concat_tables(parts).equals(decode_data_block(block, schema))
+                    decoded += 1
+    assert decoded >= 5
