@@ -300,7 +300,11 @@ def _spill_logs(
 
 def _load(bucket: _Bucket) -> tuple[list[pa.Table | DeleteEntries], npt.NDArray[np.int64]]:
     """A bucket's entries back in processing order, and their sequence numbers."""
-    data = pa.ipc.open_file(str(bucket.path)).read_all() if bucket.rows else None
+    # Read into memory (an OSFile, not a memory map whose pages would stay resident).
+    data = None
+    if bucket.rows:
+        with pa.OSFile(str(bucket.path)) as f:
+            data = pa.ipc.open_file(f).read_all()
     batches: list[pa.Table | DeleteEntries] = []
     seqs: list[npt.NDArray[np.int64]] = []
     pos = 0
@@ -381,7 +385,8 @@ class _Winners:
     """A cursor over one bucket's spilled winning rows, yielding only those to emit, in order."""
 
     def __init__(self, path: Path | None, emit: npt.NDArray[np.bool_]) -> None:
-        self.reader = pa.ipc.open_file(str(path)) if path is not None else None
+        self.file = pa.OSFile(str(path)) if path is not None else None
+        self.reader = pa.ipc.open_file(self.file) if self.file is not None else None
         self.emit = emit  # per winning row of the file
         self.batch = 0
         self.pos = 0  # winning rows read so far
@@ -426,21 +431,26 @@ def _emit(
         b = int(in_bucket[0])
         # A key without a winning row is a delete; rows in the file follow the key order.
         cursors[b] = _Winners(winners[b], emit[part][has_row[part]])
-    chosen = np.nonzero(emit)[0]
-    chosen = chosen[np.argsort(first_seq[chosen], kind="stable")]
-    for lo in range(0, len(chosen), BASE_BATCH_ROWS):
-        window = bucket[chosen[lo : lo + BASE_BATCH_ROWS]]
-        pieces = []
-        for b in np.unique(window):
-            piece = cursors[int(b)].take(int(np.count_nonzero(window == b)))
-            if piece is not None:
-                pieces.append(piece)
-        merged = pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
-        # Pieces are grouped by bucket; put each row back at its place in the window.
-        grouped = np.argsort(window, kind="stable")
-        at = np.empty(len(window), dtype=np.int64)
-        at[grouped] = np.arange(len(window), dtype=np.int64)
-        yield merged.take(pa.array(at))
+    try:
+        chosen = np.nonzero(emit)[0]
+        chosen = chosen[np.argsort(first_seq[chosen], kind="stable")]
+        for lo in range(0, len(chosen), BASE_BATCH_ROWS):
+            window = bucket[chosen[lo : lo + BASE_BATCH_ROWS]]
+            pieces = []
+            for b in np.unique(window):
+                piece = cursors[int(b)].take(int(np.count_nonzero(window == b)))
+                if piece is not None:
+                    pieces.append(piece)
+            merged = pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
+            # Pieces are grouped by bucket; put each row back at its place in the window.
+            grouped = np.argsort(window, kind="stable")
+            at = np.empty(len(window), dtype=np.int64)
+            at[grouped] = np.arange(len(window), dtype=np.int64)
+            yield merged.take(pa.array(at))
+    finally:
+        for cursor in cursors.values():
+            if cursor.file is not None:
+                cursor.file.close()
 
 
 def _scan(
