@@ -154,8 +154,9 @@ def iter_compacted_slice(
     if not spills(opts, log_bytes, budget, cdc=cdc):
         yield from iter_read_slice(fileio, base_path, file_slice, opts)
         return
-    # Each bucket's log rows should take about a quarter of the budget (at most MAX_BUCKETS files).
-    buckets = min(MAX_BUCKETS, max(1, math.ceil(log_bytes * IN_MEMORY_FACTOR / (budget.max_size / 4))))
+    # Each bucket's log rows should take about an eighth of the budget (at most MAX_BUCKETS files):
+    # merging a bucket holds its rows and their winners while the base pass holds a row group.
+    buckets = min(MAX_BUCKETS, max(1, math.ceil(log_bytes * IN_MEMORY_FACTOR / (budget.max_size / 8))))
     yield from iter_spilled_slice(fileio, base_path, file_slice, opts, budget, buckets)
 
 
@@ -224,7 +225,7 @@ class _Outcomes:
     is_reset: list[npt.NDArray[np.bool_]] = field(default_factory=list)
     first_seq: list[npt.NDArray[np.int64]] = field(default_factory=list)
     ordering: list[list[pa.Array]] = field(default_factory=list)
-    bucket: list[npt.NDArray[np.int64]] = field(default_factory=list)
+    bucket: list[npt.NDArray[np.int32]] = field(default_factory=list)
     entries: int = 0
 
 
@@ -339,7 +340,7 @@ def _merge_bucket(
     out.is_delete.append(logs.is_delete[won])
     out.is_reset.append(logs.is_reset[won])
     out.first_seq.append(seqs[first])
-    out.bucket.append(np.full(logs.keys, index, dtype=np.int64))
+    out.bucket.append(np.full(logs.keys, index, dtype=np.int32))
     if not out.ordering:
         out.ordering = [[] for _ in logs.winner_ordering]
     for values, acc in zip(logs.winner_ordering, out.ordering, strict=True):
@@ -486,7 +487,9 @@ def iter_spilled_slice(
     module docstring); the spill directory is gone when the iteration ends or fails."""
     base_file = file_slice.base_file_path(base_path)
     base_batches: Iterable[pa.Table] = (
-        iter_parquet(fileio, base_file, opts.schema, on_read=opts.on_read) if base_file else ()
+        iter_parquet(fileio, base_file, opts.schema, on_read=opts.on_read, low_memory=True)
+        if base_file
+        else ()
     )
     # Large blocks keep their content in the file until it is decoded, a window at a time.
     lazy: LazyLogs | None = LazyLogs(
