@@ -243,3 +243,29 @@ def test_large_blocks_decode_a_window_at_a_time_as_read_whole(tmp_path: Path, wi
                     assert pa.concat_tables(parts).equals(decode_data_block(block, schema))
                     decoded += 1
     assert decoded >= 5
+
+
+def test_cdc_tables_stay_on_the_in_memory_path(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    from hoodie.config.table_config import update_table_properties
+
+    path = tmp_path / "t"
+    writer = HoodieWriter(new_table(path))
+    writer.insert(rows(range(30), 1))
+    writer.upsert(rows(range(0, 30, 2), 2))
+    writer.delete(rows([3, 5], 3).select(["id", "p"]))
+    update_table_properties(
+        HoodieTable.open(str(path)).fileio,
+        str(path / ".hoodie"),
+        {
+            "hoodie.table.cdc.enabled": "true",
+            "hoodie.table.cdc.supplemental.logging.mode": "DATA_BEFORE_AFTER",
+        },
+    )
+    before = hudi_rs_rows(path)
+    caplog.set_level(logging.INFO, logger="hoodie.merge.spill")
+    done = _compact(path, {MAX_SIZE_KEY: "64"})
+    assert "spill into" not in caplog.text  # the CDC log needs the before images: in memory
+    instant = done.timeline.completed().last().requested_time  # type: ignore[union-attr]
+    meta = done.commit_metadata(done.timeline.get(instant))  # type: ignore[arg-type]
+    assert all(s.cdc_stats for s in meta.write_stats() if s.total_log_files_compacted)
+    assert hudi_rs_rows(path) == before
