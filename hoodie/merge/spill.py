@@ -502,11 +502,11 @@ def iter_spilled_slice(
         log.info("%s: log files read whole (%s)", file_slice.file_id, e)
         lazy, scanned = None, ScanStats()
         blocks = _scan(fileio, base_path, file_slice, opts, scanned, None)
-    for f in dataclasses.fields(ScanStats):
-        setattr(opts.stats, f.name, getattr(opts.stats, f.name) + getattr(scanned, f.name))
     if any(b.is_partial for b in blocks):
         yield from iter_read_slice(fileio, base_path, file_slice, opts)  # partial updates: per record
         return
+    for f in dataclasses.fields(ScanStats):
+        setattr(opts.stats, f.name, getattr(opts.stats, f.name) + getattr(scanned, f.name))
     spec = opts.merge_spec
     counts = MergeCounts()
     if opts.info is not None:

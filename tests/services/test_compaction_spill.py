@@ -131,19 +131,26 @@ def _slice_options(table: HoodieTable) -> tuple[SliceTask, list[object]]:
 
 
 @pytest.mark.parametrize("buckets", [1, 3, 17])
-def test_external_merge_equals_the_in_memory_merge_for_any_bucket_count(tmp_path: Path, buckets: int) -> None:
+@pytest.mark.parametrize("corrupt", [False, True])
+def test_external_merge_equals_the_in_memory_merge_for_any_bucket_count(
+    tmp_path: Path, buckets: int, corrupt: bool
+) -> None:
     table = _table(
         tmp_path / "t", RecordMergeMode.EVENT_TIME_ORDERING, TableType.MERGE_ON_READ, LogBlockFormat.AVRO
     )
     task, slices = _slice_options(table)
     assert slices
+    if corrupt:  # a torn block at the end of a log file: the log files are then read whole
+        log_file = slices[0].log_file_paths(table.base_path)[-1]  # type: ignore[attr-defined]
+        with open(log_file, "ab") as f:
+            f.write(b"#HUDI#" + (1 << 40).to_bytes(8, "big") + b"torn")
     for file_slice in slices:
-        mem_info, spill_info = SliceMergeInfo(), SliceMergeInfo()
+        mem_info, spill_info, mem_stats = SliceMergeInfo(), SliceMergeInfo(), ScanStats()
         expected = read_slice(
             table.fileio,
             table.base_path,
             file_slice,
-            task.read_options(info=mem_info, stats=ScanStats()),  # type: ignore[arg-type]
+            task.read_options(info=mem_info, stats=mem_stats),  # type: ignore[arg-type]
         )
         opts = task.read_options(info=spill_info, stats=ScanStats())
         parts = list(
@@ -158,6 +165,11 @@ def test_external_merge_equals_the_in_memory_merge_for_any_bucket_count(tmp_path
         )
         got = pa.concat_tables(parts) if parts else expected.slice(0, 0)
         assert got.equals(expected)
+        assert (opts.stats.total_log_blocks, opts.stats.total_corrupt_blocks, opts.stats.total_log_size) == (
+            mem_stats.total_log_blocks,
+            mem_stats.total_corrupt_blocks,
+            mem_stats.total_log_size,
+        )
         assert spill_info.counts == mem_info.counts or (mem_info.counts is None and not spill_info.counts)
     assert [p.name for p in tmp_path.iterdir()] == ["t"]
 
