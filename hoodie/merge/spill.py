@@ -82,6 +82,8 @@ DEFAULT_FRACTION = 0.6
 #: tables and the concatenated copy of the log rows (measured on the bench's Avro blocks).
 IN_MEMORY_FACTOR = 4
 MAX_BUCKETS = 128
+#: Rows per record batch of a winners file: the emit pass holds about one batch per bucket.
+_WINNER_BATCH_ROWS = 8192
 _TASK_FIELD = "memory_budget"
 _SEQ = "_hts_spill_seq"
 
@@ -353,7 +355,7 @@ def _merge_bucket(
     path = bucket.path.with_suffix(".winners")
     winners = logs.log_data.take(pa.array(rows))
     with pa.ipc.new_file(str(path), winners.schema) as w:
-        w.write_table(winners, max_chunksize=BASE_BATCH_ROWS // 4)
+        w.write_table(winners, max_chunksize=_WINNER_BATCH_ROWS)
     return path
 
 
@@ -560,6 +562,8 @@ def iter_spilled_slice(
             kept = merger.merge_batch(batch)
             if kept.num_rows:
                 yield kept
+        merger.codes_of = None  # the base pass is over: drop the keys
+        outcomes.keys = []
         emit = ~summary.is_delete & ~merger.base_won
         counts.log_inserts = int(np.count_nonzero(emit & ~merger.base_has))
         yield from _emit(outcomes, emit, winners)
