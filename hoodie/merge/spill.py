@@ -552,7 +552,7 @@ def iter_spilled_slice(
             winner=np.arange(n_keys, dtype=np.int64),
             is_delete=np.concatenate(outcomes.is_delete),
             is_reset=np.concatenate(outcomes.is_reset),
-            data_pos=np.full(n_keys, -1, dtype=np.int64),
+            data_pos=np.broadcast_to(np.int64(-1), (n_keys,)),  # unused by the base pass: no memory
             log_data=None,
             winner_ordering=[pa.concat_arrays(v) for v in outcomes.ordering],
             entries=outcomes.entries,
