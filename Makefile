@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: install test lint typecheck contracts pytest bench fuzz run clean check-java system-packages
+.PHONY: install test lint typecheck contracts pytest bench bench-big fuzz run clean check-java system-packages
 
 install: $(STAMP) check-java system-packages
 
@@ -55,6 +55,12 @@ test: lint typecheck contracts pytest
 
 bench: install
 	$(PY) -m bench
+
+# One compaction task on a 20M-row / 5M-update file group within hoodie.memory.compaction.max.size
+# (1 GiB): peak RSS and time / floor. Smaller: make bench-big BIG_ARGS="--rows 4000000 --updates 1000000"
+BIG_ARGS ?=
+bench-big: install
+	$(PY) -m bench.big $(BIG_ARGS)
 
 # A longer schemathesis campaign than the one in `make test` (tests/daemon/contract.py): every
 # operation and check against `hts serve` on a real table; FUZZ_EXAMPLES cases per operation and

@@ -18,7 +18,7 @@ applies (Hudi's same-class rule), and is treated here as a reset.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -299,6 +299,7 @@ def merge_logs(
         log_data=log_data,
         winner_ordering=winner_ordering,
         entries=n,
+        entry_codes=codes,
     )
 
 
@@ -314,6 +315,7 @@ class LogMerge:
     log_data: pa.Table | None
     winner_ordering: list[pa.Array]  # per ordering field: the winner's value, per code
     entries: int
+    entry_codes: npt.NDArray[np.int64] | None = None  # per entry: its key's code
 
     @property
     def keys(self) -> int:
@@ -361,8 +363,15 @@ class BaseMerger:
     batch plus the logs.
     """
 
-    def __init__(self, logs: LogMerge, spec: MergeSpec, counts: MergeCounts | None = None) -> None:
+    def __init__(
+        self,
+        logs: LogMerge,
+        spec: MergeSpec,
+        counts: MergeCounts | None = None,
+        codes_of: Callable[[pa.Array], npt.NDArray[np.int64]] | None = None,
+    ) -> None:
         self.logs = logs
+        self.codes_of = codes_of  # record keys -> codes (-1: no log entry); default: the dictionary
         self.spec = spec
         self.counts = counts
         self.base_has = np.zeros(logs.keys, dtype=bool)
@@ -375,8 +384,12 @@ class BaseMerger:
         if batch.num_rows == 0:
             return batch
         logs, spec = self.logs, self.spec
-        idx = pc.index_in(batch[spec.key_field].combine_chunks().cast(pa.string()), value_set=logs.dictionary)
-        codes = np.asarray(pc.fill_null(idx, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
+        keys = batch[spec.key_field].combine_chunks().cast(pa.string())
+        if self.codes_of is not None:
+            codes = self.codes_of(keys)
+        else:
+            idx = pc.index_in(keys, value_set=logs.dictionary)
+            codes = np.asarray(pc.fill_null(idx, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
         matched = codes >= 0
         wins = np.zeros(batch.num_rows, dtype=bool)
         if spec.event_time and matched.any():

@@ -9,7 +9,7 @@ Corrupt blocks that survive are reported and ignored.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from hoodie.errors import CorruptLogBlockError, UnsupportedTableError
@@ -58,21 +58,27 @@ def scan_log_blocks(
     report: CorruptBlockReport | None = None,
     stats: ScanStats | None = None,
     hfile_blocks: bool = False,
+    read_log: Callable[[str], tuple[int, Iterable[LogBlock]]] | None = None,
 ) -> list[LogBlock]:
     """The data and delete blocks to apply to the slice, in application order.
 
     HFile data blocks belong to metadata tables: ``hfile_blocks`` accepts them (and a data
-    table's scan refuses them).
+    table's scan refuses them). ``read_log`` (a path -> its size and its blocks) replaces reading
+    each log file whole, e.g. with blocks whose content is read later.
     """
     queue: list[LogBlock] = []
     latest = normalize(latest_instant) if latest_instant is not None else None
     stats = stats if stats is not None else ScanStats()
     for path in file_slice.log_file_paths(base_path):
-        data = fileio.read_bytes(path)
+        if read_log is not None:
+            size, file_blocks = read_log(path)
+        else:
+            data = fileio.read_bytes(path)
+            size, file_blocks = len(data), iter_blocks(data, path)
         stats.total_log_files += 1
-        stats.total_log_size += len(data)
+        stats.total_log_size += size
         stop = False
-        for block in iter_blocks(data, path):
+        for block in file_blocks:
             stats.total_log_blocks += 1
             if block.is_corrupt:
                 stats.total_corrupt_blocks += 1

@@ -24,7 +24,7 @@ from __future__ import annotations
 import enum
 import json
 import struct
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 import numpy as np
@@ -532,3 +532,26 @@ def encode_avro_block_content(
             first, last = np.frombuffer(offsets_buffer, kind)[[framed.offset, framed.offset + len(framed)]]
             parts.append(memoryview(data)[int(first) : int(last)])
     return b"".join(parts)
+
+
+def iter_avro_block_content(
+    content: bytes | memoryview,
+    writer_schema: Mapping[str, Any] | str,
+    arrow_schema: pa.Schema,
+    *,
+    rows: int,
+    source: str = "",
+) -> Iterator[pa.Table]:
+    """:func:`decode_avro_block_content` in parts of at most ``rows`` records, in block order
+    (memory holds one decoded part, not the whole block)."""
+    starts, ends = _block_frames(content)
+    for i in range(0, len(starts), max(1, rows)):
+        yield _decode(
+            content,
+            starts[i : i + rows],
+            ends[i : i + rows],
+            writer_schema,
+            arrow_schema,
+            vectorized=True,
+            source=source,
+        )

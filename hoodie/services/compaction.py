@@ -30,11 +30,12 @@ from hoodie.file_group.base_file_writer import BaseFileWriter, set_constant
 from hoodie.file_group.file_slice import FileSlice
 from hoodie.file_group.log_file import LogFile
 from hoodie.io.fileio import join
+from hoodie.merge.spill import MemoryBudget, iter_compacted_slice
 from hoodie.models.commit import CommitMetadata, RuntimeStats, WriteStat
 from hoodie.models.compaction import CompactionOperation, CompactionPlan
 from hoodie.models.compaction import CompactionStrategy as StrategyRecord
 from hoodie.read.log_scanner import ScanStats
-from hoodie.read.slice_reader import SliceMergeInfo, iter_read_slice
+from hoodie.read.slice_reader import SliceMergeInfo
 from hoodie.schema.avro_arrow import add_meta_fields
 from hoodie.services.base import (
     CRASH_ENV,
@@ -510,7 +511,10 @@ def compact_file_group(task: Task) -> TaskResult:
     out_keys: list[pa.ChunkedArray] = []
     cdc = CDCWrite.of(table.config, job.avro_schema)
     parts: list[pa.Table] = []  # kept for the CDC log only
-    for merged in iter_read_slice(fileio, table.base_path, file_slice, opts):
+    budget = MemoryBudget.of_task(task)  # over budget, log records spill (hoodie.memory.*)
+    for merged in iter_compacted_slice(
+        fileio, table.base_path, file_slice, opts, budget, cdc=cdc is not None
+    ):
         part = set_constant(merged, "_hoodie_file_name", new.name)
         writer.write(part)
         rows += part.num_rows
@@ -568,6 +572,7 @@ def execute_compaction(ctx: ServiceContext, instant_time: str, runner: Runner) -
     )
     for op in plan.operations or ():
         slice_of(op)  # every file name must parse: a bad plan fails before anything is written
+    budget = MemoryBudget.from_options(ctx.options)  # bad memory keys fail before anything too
     schema_json = latest_writer_schema(table, "compaction")
     with claim_instant(
         ctx, instant_time, Action.COMPACTION, "compaction", undo=lambda i: recover_inflight(ctx, i)
@@ -579,7 +584,7 @@ def execute_compaction(ctx: ServiceContext, instant_time: str, runner: Runner) -
         crash_point("compaction.after_inflight")
         shared = slice_task_fields(ctx, timeline.reload(), instant_time, add_meta_fields(schema_json))
         tasks = [
-            {**shared, "operation": op.to_avro(), "write_token": f"{i}-0-{i}"}
+            {**shared, **budget.to_task(), "operation": op.to_avro(), "write_token": f"{i}-0-{i}"}
             for i, op in enumerate(plan.operations or ())
         ]
         results = runner.run(compact_file_group, tasks, f"compaction {instant_time} of {table.name}")

@@ -1,0 +1,571 @@
+"""Compaction of a file slice whose log records do not fit the memory budget: an external merge.
+
+Hudi bounds a compaction's log records with ``hoodie.memory.compaction.max.size`` and spills the
+rest of its ``ExternalSpillableMap`` under ``hoodie.memory.spillable.map.path``. hts does the
+same job as an external merge by key, with the vectorized merge's semantics unchanged:
+
+1. The log blocks are decoded in order, a part at a time, and every entry (data row or delete
+   entry, with its processing sequence number) goes to one of N buckets by a hash of its key:
+   data rows to the bucket's Arrow IPC spill file, delete entries (keys and ordering values,
+   small) to memory.
+2. Each bucket is merged by :func:`~hoodie.merge.vectorized.merge_logs` on its own (a key lives in
+   one bucket, and its entries keep their processing order there): its winning data rows go to a
+   second spill file; only each key's outcome stays in memory (key, delete/reset flags, ordering
+   value, first sequence number) — not the rows.
+3. The base file streams through :class:`~hoodie.merge.vectorized.BaseMerger` against those
+   outcomes, batch by batch, exactly as the in-memory path does.
+4. The log rows to emit are read back from the spill files in the in-memory path's order (by
+   the first appearance of their key in the logs), a window at a time.
+
+The output equals the in-memory path's row for row, in the same order. The spill directory is
+removed when the merge ends, completes or fails. Partial updates, custom mergers and payloads
+(the per-record engine) and CDC tables (the before images) stay on the in-memory path.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from hoodie.errors import CorruptLogBlockError, TableServiceError
+from hoodie.file_group.file_slice import FileSlice
+from hoodie.file_group.log_block import BlockType, LogBlock
+from hoodie.io.fileio import FileIO
+from hoodie.merge.spill_blocks import SMALL_BLOCK, WINDOW, LazyLogs, NotStreamable
+from hoodie.merge.vectorized import (
+    BaseMerger,
+    DeleteEntries,
+    LogMerge,
+    MergeCounts,
+    MergeSpec,
+    _ordering_types,
+    merge_logs,
+)
+from hoodie.read.log_scanner import ScanStats, scan_log_blocks
+from hoodie.read.slice_reader import (
+    BASE_BATCH_ROWS,
+    SliceReadOptions,
+    decode_data_block,
+    decode_delete_block,
+    iter_parquet,
+    iter_read_slice,
+    project_table,
+)
+from hoodie.schema.avro_arrow import iter_avro_block_content
+
+log = logging.getLogger(__name__)
+
+# HoodieMemoryConfig's keys and defaults (hudi-client-common, org.apache.hudi.config).
+MAX_SIZE_KEY = "hoodie.memory.compaction.max.size"
+FRACTION_KEY = "hoodie.memory.compaction.fraction"
+SPILL_PATH_KEY = "hoodie.memory.spillable.map.path"
+#: DEFAULT_MAX_MEMORY_FOR_SPILLABLE_MAP_IN_BYTES: Hudi's budget when no Spark executor memory is known
+#: (IOUtils.getMaxMemoryAllowedForMerge); hts never knows the executor's heap, so this is the default.
+DEFAULT_MAX_SIZE = 1024 * 1024 * 1024
+#: DEFAULT_MIN_MEMORY_FOR_SPILLABLE_MAP_IN_BYTES: Hudi's floor for a derived budget.
+MIN_DERIVED_SIZE = 100 * 1024 * 1024
+DEFAULT_FRACTION = 0.6
+#: Arrow bytes the in-memory path holds per byte of log file: the raw blocks, their decoded
+#: tables and the concatenated copy of the log rows (measured on the bench's Avro blocks).
+IN_MEMORY_FACTOR = 4
+MAX_BUCKETS = 128
+#: Rows per record batch of a winners file: the emit pass holds about one batch per bucket.
+_WINNER_BATCH_ROWS = 8192
+_TASK_FIELD = "memory_budget"
+_SEQ = "_hts_spill_seq"
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryBudget:
+    """How much memory a compaction task's log records may take before they spill, and where to."""
+
+    max_size: int = DEFAULT_MAX_SIZE
+    spill_path: str | None = None  # None: the system's temporary directory
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, str]) -> MemoryBudget:
+        """Hudi's keys: ``hoodie.memory.compaction.max.size`` (bytes) wins; otherwise Hudi derives
+        the size from the Spark executor's heap times ``hoodie.memory.compaction.fraction``,
+        which hts cannot see: it validates the fraction and uses Hudi's no-Spark default, 1 GiB."""
+        raw = options.get(MAX_SIZE_KEY)
+        fraction = options.get(FRACTION_KEY)
+        if fraction is not None:
+            try:
+                value = float(fraction)
+            except ValueError:
+                value = math.nan
+            if not 0 < value <= 1:
+                raise TableServiceError(f"{FRACTION_KEY}={fraction!r} is not a fraction in (0, 1]")
+        size = DEFAULT_MAX_SIZE
+        if raw is not None:
+            try:
+                size = int(raw)
+            except ValueError:
+                size = -1
+            if size <= 0:
+                raise TableServiceError(f"{MAX_SIZE_KEY}={raw!r} is not a positive number of bytes")
+        path = options.get(SPILL_PATH_KEY)
+        if path is not None and not Path(path).is_dir():
+            raise TableServiceError(f"{SPILL_PATH_KEY}={path!r} is not a local directory")
+        return cls(size, path)
+
+    def to_task(self) -> dict[str, Any]:
+        return {_TASK_FIELD: {"max_size": self.max_size, "spill_path": self.spill_path}}
+
+    @classmethod
+    def of_task(cls, task: Mapping[str, Any]) -> MemoryBudget:
+        raw = task.get(_TASK_FIELD)
+        return cls(int(raw["max_size"]), raw.get("spill_path")) if raw else cls()
+
+
+def spills(opts: SliceReadOptions, log_bytes: int, budget: MemoryBudget, *, cdc: bool) -> bool:
+    """Whether a slice with ``log_bytes`` of log files takes the spill path under ``budget``."""
+    if cdc or not opts.vectorized:
+        return False  # the before images (CDC) and the per-record engine stay in memory
+    return log_bytes * IN_MEMORY_FACTOR > budget.max_size
+
+
+def iter_compacted_slice(
+    fileio: FileIO,
+    base_path: str,
+    file_slice: FileSlice,
+    opts: SliceReadOptions,
+    budget: MemoryBudget,
+    *,
+    cdc: bool = False,
+) -> Iterator[pa.Table]:
+    """The merged rows of ``file_slice`` for compaction: in memory when its logs fit ``budget``,
+    else by the external merge (same rows, same order)."""
+    log_bytes = 0
+    for path in file_slice.log_file_paths(base_path):
+        info = fileio.info(path)
+        log_bytes += info.size if info is not None else 0
+    if not spills(opts, log_bytes, budget, cdc=cdc):
+        yield from iter_read_slice(fileio, base_path, file_slice, opts)
+        return
+    # Each bucket's log rows should take about an eighth of the budget (at most MAX_BUCKETS files):
+    # merging a bucket holds its rows and their winners while the base pass holds a row group.
+    buckets = min(MAX_BUCKETS, max(1, math.ceil(log_bytes * IN_MEMORY_FACTOR / (budget.max_size / 8))))
+    yield from iter_spilled_slice(fileio, base_path, file_slice, opts, budget, buckets)
+
+
+def bucket_of(keys: pa.Array, buckets: int) -> npt.NDArray[np.int64]:
+    """A bucket in ``[0, buckets)`` per key, from a hash of the key's UTF-8 bytes."""
+    if buckets == 1:
+        return np.zeros(len(keys), dtype=np.int64)
+    arr = pa.concat_arrays([keys.cast(pa.string())])  # offset 0
+    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32)[: len(arr) + 1].astype(np.int64)
+    data_buf = arr.buffers()[2]
+    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
+    lo, hi = int(offsets[0]), int(offsets[-1])
+    lengths = np.diff(offsets)
+    rel = np.arange(hi - lo, dtype=np.int64) - np.repeat(offsets[:-1] - lo, lengths)
+    with np.errstate(over="ignore"):
+        mixed = data[lo:hi].astype(np.uint64) * _WEIGHTS[rel % len(_WEIGHTS)]
+        sums = np.concatenate([np.zeros(1, np.uint64), np.cumsum(mixed, dtype=np.uint64)])
+        h = sums[offsets[1:] - lo] - sums[offsets[:-1] - lo] + lengths.astype(np.uint64)
+        h ^= h >> np.uint64(31)
+        h *= np.uint64(0x9E3779B97F4A7C15)
+        h ^= h >> np.uint64(29)
+    return np.asarray(h % np.uint64(buckets), dtype=np.int64)
+
+
+_WEIGHTS = np.random.default_rng(18).integers(1, 2**63, size=64, dtype=np.uint64) | np.uint64(1)
+
+
+@dataclass
+class _Bucket:
+    """One bucket's spilled log entries: data rows in an IPC file, delete entries in memory."""
+
+    path: Path
+    writer: pa.ipc.RecordBatchFileWriter | None = None
+    rows: int = 0
+    # In processing order: ("data", rows) spans of the spill file, or delete entries with seqs.
+    segments: list[tuple[int, DeleteEntries | None, npt.NDArray[np.int64] | None]] = field(
+        default_factory=list
+    )
+
+    def add_data(self, table: pa.Table) -> None:
+        if self.writer is None:
+            self.writer = pa.ipc.new_file(str(self.path), table.schema)
+        self.writer.write_table(table)
+        self.rows += table.num_rows
+        if self.segments and self.segments[-1][1] is None:
+            n, _, _ = self.segments[-1]
+            self.segments[-1] = (n + table.num_rows, None, None)
+        else:
+            self.segments.append((table.num_rows, None, None))
+
+    def add_deletes(self, entries: DeleteEntries, seqs: npt.NDArray[np.int64]) -> None:
+        self.segments.append((len(entries), entries, seqs))
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+
+
+@dataclass
+class _Outcomes:
+    """Per distinct log key (over all buckets): what the merge of its log entries left."""
+
+    keys: list[pa.Array] = field(default_factory=list)
+    is_delete: list[npt.NDArray[np.bool_]] = field(default_factory=list)
+    is_reset: list[npt.NDArray[np.bool_]] = field(default_factory=list)
+    first_seq: list[npt.NDArray[np.int64]] = field(default_factory=list)
+    ordering: list[list[pa.Array]] = field(default_factory=list)
+    bucket: list[npt.NDArray[np.int32]] = field(default_factory=list)
+    entries: int = 0
+
+
+def _entries(
+    block: LogBlock, opts: SliceReadOptions, lazy: LazyLogs | None
+) -> Iterator[pa.Table | DeleteEntries]:
+    """A log block's entries in processing order, a bounded part at a time."""
+    if lazy is not None and lazy.content_range(block) is not None:
+        if block.block_type is BlockType.AVRO_DATA and opts.on_read is None and block.schema:
+            yield from lazy.iter_avro(block, opts.schema)
+            return
+        block = lazy.content(block)
+    if block.block_type is BlockType.DELETE:
+        d = decode_delete_block(block, opts.table_version)
+        yield DeleteEntries(pa.array(d.keys, pa.string()), d.ordering_values, d.ordering_classes)
+    elif block.block_type is BlockType.AVRO_DATA and opts.on_read is None:
+        if not block.schema:
+            raise CorruptLogBlockError(
+                f"{block.log_file}@{block.offset}: Avro data block has no SCHEMA header"
+            )
+        yield from iter_avro_block_content(
+            block.content,
+            block.schema,
+            opts.schema,
+            rows=BASE_BATCH_ROWS,
+            source=f"{block.log_file}@{block.offset}",
+        )
+    elif block.block_type is BlockType.PARQUET_DATA and opts.on_read is None:
+        where = f"{block.log_file}@{block.offset}"
+        try:
+            pf = pq.ParquetFile(pa.BufferReader(block.content))
+            for batch in pf.iter_batches(batch_size=BASE_BATCH_ROWS):
+                yield project_table(pa.Table.from_batches([batch]), opts.schema, where)
+        except pa.ArrowInvalid as e:
+            raise CorruptLogBlockError(f"{where}: Parquet data block is unreadable: {e}") from e
+    else:
+        yield decode_data_block(block, opts.schema, on_read=opts.on_read)
+
+
+def _spill_logs(
+    blocks: list[LogBlock], opts: SliceReadOptions, buckets: list[_Bucket], lazy: LazyLogs | None
+) -> int:
+    """Pass 1: every log entry to its key's bucket, with its processing sequence number."""
+    key = opts.key_field
+    seq = 0
+    while blocks:
+        block = blocks.pop(0)  # released as we go: memory holds one log file's bytes at most
+        for part in _entries(block, opts, lazy):
+            n = len(part) if isinstance(part, DeleteEntries) else part.num_rows
+            if n == 0:
+                continue
+            seqs = np.arange(seq, seq + n, dtype=np.int64)
+            seq += n
+            keys = part.keys if isinstance(part, DeleteEntries) else part[key].combine_chunks()
+            where = bucket_of(keys, len(buckets))
+            for b in np.unique(where):
+                rows = np.nonzero(where == b)[0]
+                if isinstance(part, DeleteEntries):
+                    picked = DeleteEntries(
+                        part.keys.take(pa.array(rows)),
+                        [part.ordering_values[j] for j in rows.tolist()],
+                        [part.ordering_classes[j] for j in rows.tolist()],
+                    )
+                    buckets[b].add_deletes(picked, seqs[rows])
+                else:
+                    taken = part if len(rows) == n else part.take(pa.array(rows))
+                    buckets[b].add_data(taken.append_column(_SEQ, pa.array(seqs[rows])))
+        del block
+    for bucket in buckets:
+        bucket.close()
+    return seq
+
+
+def _load(bucket: _Bucket) -> tuple[list[pa.Table | DeleteEntries], npt.NDArray[np.int64]]:
+    """A bucket's entries back in processing order, and their sequence numbers."""
+    # Read into memory (an OSFile, not a memory map whose pages would stay resident).
+    data = None
+    if bucket.rows:
+        with pa.OSFile(str(bucket.path)) as f:
+            data = pa.ipc.open_file(f).read_all()
+    batches: list[pa.Table | DeleteEntries] = []
+    seqs: list[npt.NDArray[np.int64]] = []
+    pos = 0
+    for n, deletes, delete_seqs in bucket.segments:
+        if deletes is not None and delete_seqs is not None:
+            batches.append(deletes)
+            seqs.append(delete_seqs)
+            continue
+        assert data is not None
+        part = data.slice(pos, n)
+        pos += n
+        seqs.append(np.asarray(part[_SEQ].to_numpy(), dtype=np.int64))
+        batches.append(part.drop_columns([_SEQ]))
+    return batches, np.concatenate(seqs) if seqs else np.zeros(0, np.int64)
+
+
+def _merge_bucket(
+    index: int, bucket: _Bucket, spec: MergeSpec, ord_types: list[pa.DataType], out: _Outcomes
+) -> Path | None:
+    """Pass 2: merge one bucket's log entries; keep the outcomes, spill the winning rows."""
+    batches, seqs = _load(bucket)
+    bucket.segments = []
+    logs = merge_logs(batches, spec, ord_types)
+    del batches
+    if logs is None:
+        return None
+    won = logs.winner
+    assert logs.entry_codes is not None
+    _, first = np.unique(logs.entry_codes, return_index=True)  # dictionary: first-appearance order
+    out.entries += logs.entries
+    out.keys.append(logs.dictionary)
+    out.is_delete.append(logs.is_delete[won])
+    out.is_reset.append(logs.is_reset[won])
+    out.first_seq.append(seqs[first])
+    out.bucket.append(np.full(logs.keys, index, dtype=np.int32))
+    if not out.ordering:
+        out.ordering = [[] for _ in logs.winner_ordering]
+    for values, acc in zip(logs.winner_ordering, out.ordering, strict=True):
+        acc.append(values)
+    # Winning data rows of keys that are not deletes, in code order (= first-appearance order).
+    pos = logs.data_pos[won]
+    rows = pos[~logs.is_delete[won] & (pos >= 0)]
+    if logs.log_data is None or not len(rows):
+        return None
+    path = bucket.path.with_suffix(".winners")
+    winners = logs.log_data.take(pa.array(rows))
+    with pa.ipc.new_file(str(path), winners.schema) as w:
+        w.write_table(winners, max_chunksize=_WINNER_BATCH_ROWS)
+    return path
+
+
+class _Lookup:
+    """Record keys -> their code among all buckets' merged keys (-1: no log entry)."""
+
+    def __init__(self, outcomes: _Outcomes, buckets: int) -> None:
+        self.buckets = buckets
+        self.by_bucket: dict[int, tuple[pa.Array, int]] = {}
+        start = 0
+        for keys, in_bucket in zip(outcomes.keys, outcomes.bucket, strict=True):
+            self.by_bucket[int(in_bucket[0])] = (keys, start)
+            start += len(keys)
+
+    def __call__(self, keys: pa.Array) -> npt.NDArray[np.int64]:
+        codes = np.full(len(keys), -1, dtype=np.int64)
+        where = bucket_of(keys, self.buckets)
+        for b in np.unique(where).tolist():
+            if b not in self.by_bucket:
+                continue
+            dictionary, start = self.by_bucket[b]
+            rows = np.nonzero(where == b)[0]
+            idx = pc.index_in(keys.take(pa.array(rows)), value_set=dictionary)
+            found = np.asarray(pc.fill_null(idx, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
+            codes[rows] = np.where(found >= 0, found + start, -1)
+        return codes
+
+
+class _Winners:
+    """A cursor over one bucket's spilled winning rows, yielding only those to emit, in order."""
+
+    def __init__(self, path: Path | None, emit: npt.NDArray[np.bool_]) -> None:
+        self.file = pa.OSFile(str(path)) if path is not None else None
+        self.reader = pa.ipc.open_file(self.file) if self.file is not None else None
+        self.emit = emit  # per winning row of the file
+        self.batch = 0
+        self.pos = 0  # winning rows read so far
+        self.pending: list[pa.Table] = []
+        self.pending_rows = 0
+
+    def take(self, n: int) -> pa.Table | None:
+        reader = self.reader
+        while self.pending_rows < n and reader is not None and self.batch < reader.num_record_batches:
+            rb = reader.get_batch(self.batch)
+            self.batch += 1
+            keep = self.emit[self.pos : self.pos + rb.num_rows]
+            self.pos += rb.num_rows
+            if keep.any():
+                self.pending.append(pa.Table.from_batches([rb.filter(pa.array(keep))]))
+                self.pending_rows += int(np.count_nonzero(keep))
+        if n == 0 or not self.pending:
+            return None
+        have = pa.concat_tables(self.pending)
+        out, rest = have.slice(0, n), have.slice(n)
+        self.pending = [rest] if rest.num_rows else []
+        self.pending_rows = rest.num_rows
+        if out.num_rows != n:
+            raise TableServiceError(f"spill file {self.reader} holds {out.num_rows} rows to emit, not {n}")
+        return out
+
+
+def _emit(
+    outcomes: _Outcomes,
+    emit: npt.NDArray[np.bool_],
+    winners: list[Path | None],
+) -> Iterator[pa.Table]:
+    """Pass 4: the log rows to emit, by the first appearance of their key in the logs."""
+    bucket = np.concatenate(outcomes.bucket)
+    first_seq = np.concatenate(outcomes.first_seq)
+    has_row = ~np.concatenate(outcomes.is_delete)
+    cursors: dict[int, _Winners] = {}
+    start = 0
+    for in_bucket in outcomes.bucket:  # the buckets that had log entries, in bucket order
+        part = slice(start, start + len(in_bucket))
+        start += len(in_bucket)
+        b = int(in_bucket[0])
+        # A key without a winning row is a delete; rows in the file follow the key order.
+        cursors[b] = _Winners(winners[b], emit[part][has_row[part]])
+    try:
+        chosen = np.nonzero(emit)[0]
+        chosen = chosen[np.argsort(first_seq[chosen], kind="stable")]
+        for lo in range(0, len(chosen), BASE_BATCH_ROWS):
+            window = bucket[chosen[lo : lo + BASE_BATCH_ROWS]]
+            pieces = []
+            for b in np.unique(window):
+                piece = cursors[int(b)].take(int(np.count_nonzero(window == b)))
+                if piece is not None:
+                    pieces.append(piece)
+            merged = pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
+            # Pieces are grouped by bucket; put each row back at its place in the window.
+            grouped = np.argsort(window, kind="stable")
+            at = np.empty(len(window), dtype=np.int64)
+            at[grouped] = np.arange(len(window), dtype=np.int64)
+            yield merged.take(pa.array(at))
+    finally:
+        for cursor in cursors.values():
+            if cursor.file is not None:
+                cursor.file.close()
+
+
+def _scan(
+    fileio: FileIO,
+    base_path: str,
+    file_slice: FileSlice,
+    opts: SliceReadOptions,
+    stats: ScanStats,
+    lazy: LazyLogs | None,
+) -> list[LogBlock]:
+    return scan_log_blocks(
+        fileio,
+        base_path,
+        file_slice,
+        is_committed=opts.is_committed,
+        latest_instant=opts.latest_instant,
+        instant_range=opts.instant_range,
+        report=opts.report,
+        stats=stats,
+        read_log=lazy.read if lazy is not None else None,
+    )
+
+
+def iter_spilled_slice(
+    fileio: FileIO,
+    base_path: str,
+    file_slice: FileSlice,
+    opts: SliceReadOptions,
+    budget: MemoryBudget,
+    buckets: int,
+) -> Iterator[pa.Table]:
+    """The merged rows of ``file_slice`` by the external merge over ``buckets`` buckets (see the
+    module docstring); the spill directory is gone when the iteration ends or fails."""
+    base_file = file_slice.base_file_path(base_path)
+    base_batches: Iterable[pa.Table] = (
+        iter_parquet(fileio, base_file, opts.schema, on_read=opts.on_read, low_memory=True)
+        if base_file
+        else ()
+    )
+    # Large blocks keep their content in the file until it is decoded, a window at a time.
+    lazy: LazyLogs | None = LazyLogs(
+        fileio, min(SMALL_BLOCK, budget.max_size // 16), min(WINDOW, max(4096, budget.max_size // 32))
+    )
+    scanned = ScanStats()
+    try:
+        blocks = _scan(fileio, base_path, file_slice, opts, scanned, lazy)
+    except NotStreamable as e:  # e.g. a corrupt block: read the log files whole, as the reader does
+        log.info("%s: log files read whole (%s)", file_slice.file_id, e)
+        lazy, scanned = None, ScanStats()
+        blocks = _scan(fileio, base_path, file_slice, opts, scanned, None)
+    if any(b.is_partial for b in blocks):
+        yield from iter_read_slice(fileio, base_path, file_slice, opts)  # partial updates: per record
+        return
+    for f in dataclasses.fields(ScanStats):
+        setattr(opts.stats, f.name, getattr(opts.stats, f.name) + getattr(scanned, f.name))
+    spec = opts.merge_spec
+    counts = MergeCounts()
+    if opts.info is not None:
+        opts.info.counts = counts
+    if not blocks:
+        for batch in base_batches:
+            counts.base_rows += batch.num_rows
+            yield batch
+        return
+    ord_types = _ordering_types([], spec, opts.schema.empty_table())
+    root = Path(tempfile.mkdtemp(prefix="hts-spill-", dir=budget.spill_path))
+    log.info(
+        "%s: log records over %s=%d spill into %d buckets under %s",
+        file_slice.file_id,
+        MAX_SIZE_KEY,
+        budget.max_size,
+        buckets,
+        root,
+    )
+    try:
+        spilled = [_Bucket(root / f"bucket-{i}.arrow") for i in range(buckets)]
+        try:
+            _spill_logs(blocks, opts, spilled, lazy)
+        finally:
+            for bucket in spilled:
+                bucket.close()
+        del blocks
+        outcomes = _Outcomes()
+        winners = [_merge_bucket(i, b, spec, ord_types, outcomes) for i, b in enumerate(spilled)]
+        for bucket in spilled:
+            bucket.path.unlink(missing_ok=True)
+        if not outcomes.keys:
+            for batch in base_batches:
+                counts.base_rows += batch.num_rows
+                yield batch
+            return
+        n_keys = sum(len(k) for k in outcomes.keys)
+        # The keys stay in their buckets (no concatenated copy): a base key is looked up in its own.
+        summary = LogMerge(
+            dictionary=pa.nulls(n_keys),
+            winner=np.arange(n_keys, dtype=np.int64),
+            is_delete=np.concatenate(outcomes.is_delete),
+            is_reset=np.concatenate(outcomes.is_reset),
+            data_pos=np.broadcast_to(np.int64(-1), (n_keys,)),  # unused by the base pass: no memory
+            log_data=None,
+            winner_ordering=[pa.concat_arrays(v) for v in outcomes.ordering],
+            entries=outcomes.entries,
+        )
+        merger = BaseMerger(summary, spec, counts, _Lookup(outcomes, buckets))
+        for batch in base_batches:
+            kept = merger.merge_batch(batch)
+            if kept.num_rows:
+                yield kept
+        merger.codes_of = None  # the base pass is over: drop the keys
+        outcomes.keys = []
+        emit = ~summary.is_delete & ~merger.base_won
+        counts.log_inserts = int(np.count_nonzero(emit & ~merger.base_has))
+        yield from _emit(outcomes, emit, winners)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
