@@ -58,12 +58,8 @@ from hoodie.services.base import (
     crash_point,
 )
 from hoodie.services.claim import claim_instant, require_pending
-from hoodie.services.compaction import (
-    compacted_slice_stat,
-    compaction_operation,
-    compaction_plan,
-    slice_of,
-)
+from hoodie.services.compaction import compacted_slice_stat
+from hoodie.services.compaction_plan import compaction_operation, compaction_plan, slice_of
 from hoodie.services.slice_tasks import require_files, stats_by_partition
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State

@@ -16,7 +16,7 @@ import logging
 import os
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -28,14 +28,12 @@ from hoodie.errors import TableServiceError, UnsupportedTableError
 from hoodie.file_group.base_file import BaseFile
 from hoodie.file_group.base_file_writer import BaseFileWriter, set_constant
 from hoodie.file_group.file_slice import FileSlice
-from hoodie.file_group.log_file import LogFile
 from hoodie.io.fileio import join
-from hoodie.merge.spill import MemoryBudget, iter_compacted_slice
 from hoodie.models.commit import CommitMetadata, RuntimeStats, WriteStat
 from hoodie.models.compaction import CompactionOperation, CompactionPlan
-from hoodie.models.compaction import CompactionStrategy as StrategyRecord
 from hoodie.read.log_scanner import ScanStats
 from hoodie.read.slice_reader import SliceMergeInfo
+from hoodie.read.spill import MemoryBudget, iter_compacted_slice
 from hoodie.schema.avro_arrow import add_meta_fields
 from hoodie.services.base import (
     CRASH_ENV,
@@ -49,6 +47,7 @@ from hoodie.services.base import (
     register_service,
 )
 from hoodie.services.claim import claim_instant, require_pending
+from hoodie.services.compaction_plan import compaction_operation, compaction_plan, slice_of
 from hoodie.services.incremental import compaction_partitions, incremental_enabled, incremental_option
 from hoodie.services.options import int_option
 from hoodie.services.planning import planning_view
@@ -202,60 +201,6 @@ def trigger_reason(
     return f"{policy.trigger.value}: {commits} delta commits, {elapsed_s:.0f}s since the last compaction"
 
 
-def compaction_operation(
-    file_slice: FileSlice, logs: Sequence[LogFile] | None = None, *, bytes_without_base: int = 0
-) -> CompactionOperation:
-    """The plan entry for one slice (or ``logs`` of it), with the metrics Hudi's strategies read.
-
-    ``bytes_without_base`` is the write estimate of a slice that has no base file yet.
-    """
-    logs = file_slice.log_files if logs is None else logs
-    log_size = sum(int(lf.size) for lf in logs)
-    base_size = file_slice.base_file.size if file_slice.base_file else 0
-    io_read = (base_size + log_size) // _MB
-    io_write = (base_size if file_slice.base_file else bytes_without_base) // _MB
-    return CompactionOperation(
-        base_instant_time=file_slice.base_instant_time,
-        delta_file_paths=[lf.name for lf in logs],
-        data_file_path=file_slice.base_file.name if file_slice.base_file else None,
-        file_id=file_slice.file_id,
-        partition_path=file_slice.partition_path,
-        metrics={
-            "TOTAL_LOG_FILES": float(len(logs)),
-            "TOTAL_IO_MB": float(io_read + io_write),
-            "TOTAL_IO_READ_MB": float(io_read),
-            "TOTAL_LOG_FILES_SIZE": float(log_size),
-            "TOTAL_IO_WRITE_MB": float(io_write),
-        },
-        bootstrap_file_path=None,
-    )
-
-
-def compaction_plan(
-    ops: list[CompactionOperation],
-    *,
-    strategy: StrategyRecord | None = None,
-    preserve_hoodie_metadata: bool = False,
-    missing_schedule_partitions: Sequence[str] | None = (),
-) -> CompactionPlan | None:
-    """A plan of ``ops`` in partition and file-id order, or None when there are none.
-
-    ``missing_schedule_partitions`` is None when incremental planning is off, as Hudi writes it.
-    """
-    if not ops:
-        return None
-    ops.sort(key=lambda op: (op.partition_path or "", op.file_id or ""))
-    return CompactionPlan(
-        operations=ops,
-        extra_metadata={},
-        strategy=strategy,
-        preserve_hoodie_metadata=preserve_hoodie_metadata,
-        missing_schedule_partitions=None
-        if missing_schedule_partitions is None
-        else list(missing_schedule_partitions),
-    )
-
-
 _DATE_PARTITION = re.compile(r"(\d{4})[/-]?(\d{2})[/-]?(\d{2})")
 
 
@@ -390,26 +335,6 @@ def schedule_compaction(
 
 
 # -- execution --------------------------------------------------------------------------------
-
-
-def slice_of(op: CompactionOperation) -> FileSlice:
-    """The file slice a plan operation names (file names only; paths of plan version 1 are cut)."""
-    base = None
-    if op.data_file_path:
-        name = op.data_file_path.rsplit("/", 1)[-1]  # plan version 1 held absolute paths
-        base = BaseFile.parse(name)
-        if base is None:
-            raise TableServiceError(
-                f"compaction operation names {op.data_file_path!r}, which is not a base file"
-            )
-    logs = []
-    for path in op.delta_file_paths or ():
-        lf = LogFile.parse(path.rsplit("/", 1)[-1])
-        if lf is None:
-            raise TableServiceError(f"compaction operation names {path!r}, which is not a log file")
-        logs.append(lf)
-    logs.sort(key=lambda lf: lf.sort_key)
-    return FileSlice(op.partition_path or "", op.file_id or "", op.base_instant_time or "", base, tuple(logs))
 
 
 def _merge_counts(info: SliceMergeInfo, out_keys: pa.ChunkedArray | None) -> tuple[int, int, int, int]:

@@ -88,7 +88,7 @@ from hoodie.services.base import (
     register_service,
 )
 from hoodie.services.claim import claim_instant, require_pending
-from hoodie.services.compaction import compaction_operation, slice_of
+from hoodie.services.compaction_plan import compaction_operation, slice_of
 from hoodie.services.options import bool_option
 from hoodie.services.slice_tasks import SliceTask, latest_writer_schema, slice_task_fields
 from hoodie.table import HoodieTable

@@ -63,7 +63,7 @@ from hoodie.services.base import (
     register_service,
 )
 from hoodie.services.claim import claim_instant, require_pending
-from hoodie.services.compaction import compaction_operation, compaction_plan, slice_of
+from hoodie.services.compaction_plan import compaction_operation, compaction_plan, slice_of
 from hoodie.services.options import bool_option, int_option
 from hoodie.services.planning import planning_view
 from hoodie.services.rollback import execute_rollback, schedule_rollback

@@ -15,16 +15,16 @@ from hoodie.config.table_config import RecordMergeMode, TableType
 from hoodie.errors import TableServiceError
 from hoodie.file_group.log_block import BlockType
 from hoodie.file_group.log_reader import read_blocks
-from hoodie.merge.spill import (
+from hoodie.read.log_scanner import ScanStats
+from hoodie.read.slice_reader import SliceMergeInfo, decode_data_block, read_slice
+from hoodie.read.spill import (
     MAX_SIZE_KEY,
     SPILL_PATH_KEY,
     MemoryBudget,
     bucket_of,
     iter_spilled_slice,
 )
-from hoodie.merge.spill_blocks import LazyLogs
-from hoodie.read.log_scanner import ScanStats
-from hoodie.read.slice_reader import SliceMergeInfo, decode_data_block, read_slice
+from hoodie.read.spill_blocks import LazyLogs
 from hoodie.services.base import LocalRunner, ServiceContext
 from hoodie.services.compaction import CompactionPolicy, execute_compaction, schedule_compaction
 from hoodie.services.slice_tasks import SliceTask
@@ -103,7 +103,7 @@ def test_spilled_compaction_equals_the_in_memory_one(
     before = hudi_rs_rows(tmp_path / "mem")
     spill_dir = tmp_path / "spill-files"
     spill_dir.mkdir()
-    caplog.set_level(logging.INFO, logger="hoodie.merge.spill")
+    caplog.set_level(logging.INFO, logger="hoodie.read.spill")
     mem = _compact(tmp_path / "mem", {})
     assert "spill into" not in caplog.text  # small logs, default budget: the in-memory path
     spilled = _compact(tmp_path / "spill", {MAX_SIZE_KEY: "64", SPILL_PATH_KEY: str(spill_dir)})
@@ -274,7 +274,7 @@ def test_cdc_tables_stay_on_the_in_memory_path(tmp_path: Path, caplog: pytest.Lo
         },
     )
     before = hudi_rs_rows(path)
-    caplog.set_level(logging.INFO, logger="hoodie.merge.spill")
+    caplog.set_level(logging.INFO, logger="hoodie.read.spill")
     done = _compact(path, {MAX_SIZE_KEY: "64"})
     assert "spill into" not in caplog.text  # the CDC log needs the before images: in memory
     instant = done.timeline.completed().last().requested_time  # type: ignore[union-attr]

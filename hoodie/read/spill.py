@@ -44,7 +44,6 @@ from hoodie.errors import CorruptLogBlockError, TableServiceError
 from hoodie.file_group.file_slice import FileSlice
 from hoodie.file_group.log_block import BlockType, LogBlock
 from hoodie.io.fileio import FileIO
-from hoodie.merge.spill_blocks import SMALL_BLOCK, WINDOW, LazyLogs, NotStreamable
 from hoodie.merge.vectorized import (
     BaseMerger,
     DeleteEntries,
@@ -64,6 +63,7 @@ from hoodie.read.slice_reader import (
     iter_read_slice,
     project_table,
 )
+from hoodie.read.spill_blocks import SMALL_BLOCK, WINDOW, LazyLogs, NotStreamable
 from hoodie.schema.avro_arrow import iter_avro_block_content
 
 log = logging.getLogger(__name__)
