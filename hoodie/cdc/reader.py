@@ -36,7 +36,7 @@ from typing import Any
 import pyarrow as pa
 
 from hoodie.cdc.json_text import avro_text, image_values, jackson_text, struct_values
-from hoodie.cdc.logger import Changes, diff_by_key, read_cdc_records
+from hoodie.cdc.logger import Changes, data_fields, diff_by_key, read_cdc_records
 from hoodie.cdc.schemas import (
     AFTER,
     BEFORE,
@@ -300,7 +300,7 @@ class CDCReader:
         self.ex = extractor
         self.table = extractor.table
         self.schema = table_schema(self.table)
-        self.columns = [n for n in self.schema.names if not n.startswith("_hoodie_")]
+        self.columns = data_fields(self.schema)  # the meta fields out; a data column may start with _hoodie_
         self.cdc_schema = cdc_schema(extractor.mode, self.table.latest_schema_json() or {"fields": []})
         self.reader = TableReader(self.table)
         self.view = self.table.file_system_view(timeline=extractor.timeline)

@@ -31,6 +31,7 @@ from hoodie.config.table_config import TableConfig
 from hoodie.file_group.file_slice import FileSlice
 from hoodie.io.fileio import FileIO, join
 from hoodie.read.slice_reader import read_parquet
+from hoodie.schema.avro_arrow import META_FIELDS
 from hoodie.write.markers import IOType, WriteMarkers
 
 _DIFF_COLUMNS = ("_hoodie_commit_time", "_hoodie_record_key")
@@ -116,7 +117,7 @@ def log_compaction_changes(
     ``CDCCallback`` logs it (inserts, updates with before/after, deletes)."""
     # The stored rows: their keys and commit times for the diff, their data for the images (the
     # other meta columns, the unique sequence numbers above all, are not decoded).
-    needed = pa.schema([f for f in schema if f.name in _DIFF_COLUMNS or not f.name.startswith("_hoodie_")])
+    needed = pa.schema([f for f in schema if f.name in _DIFF_COLUMNS or f.name not in META_FIELDS])
     if file_slice.base_file is not None:
         path = join(base_path, file_slice.partition_path, file_slice.base_file.name)
         before = read_parquet(fileio, path, needed)

@@ -594,3 +594,36 @@ def test_a_query_from_before_the_active_timeline_is_refused(tmp_path: Path, vers
         read_cdc(HoodieTable.open(str(path)), first)
     changes = read_cdc(HoodieTable.open(str(path)), start.requested_time)
     assert set(changes["op"].to_pylist()) == {"u"} and len(changes) > 0
+
+
+def test_compaction_of_a_cdc_table_with_hoodie_is_deleted(tmp_path: Path) -> None:
+    """``_hoodie_is_deleted`` is a data column (not a meta field): it is in the images, and a record
+    deleted through it is a delete in the compaction's CDC log."""
+    schema = SCHEMA.append(pa.field("_hoodie_is_deleted", pa.bool_()))
+    path = tmp_path / "t"
+    new_table(
+        path,
+        schema=schema,
+        extra_properties={
+            "hoodie.table.cdc.enabled": "true",
+            "hoodie.table.cdc.supplemental.logging.mode": "DATA_BEFORE_AFTER",
+        },
+    )
+    for ids, ts, deleted in ((range(4), 1, False), ([0], 2, False), ([1], 3, True)):
+        writer = HoodieWriter(HoodieTable.open(str(path)))
+        writer.upsert(rows(ids, ts, schema=schema, _hoodie_is_deleted=deleted))
+    ctx = ServiceContext(HoodieTable.open(str(path)))
+    scheduled = schedule_compaction(ctx, CompactionPolicy())
+    assert scheduled is not None and scheduled.instant_time is not None
+    execute_compaction(ctx, scheduled.instant_time, LocalRunner())
+    changes = read_cdc(HoodieTable.open(str(path)), "0", from_compaction=True).to_pylist()
+    by_key = {json.loads(c["before"])["id"]: c for c in changes}
+    assert {k: c["op"] for k, c in by_key.items()} == {"k0": "u", "k1": "d"}
+    assert json.loads(by_key["k0"]["after"]) == {
+        "id": "k0",
+        "ts": 2,
+        "v": "v0@2",
+        "p": "p0",
+        "_hoodie_is_deleted": False,
+    }
+    assert json.loads(by_key["k1"]["before"])["_hoodie_is_deleted"] is False
