@@ -20,13 +20,14 @@ import fastavro
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from hoodie.errors import SchemaError
+from hoodie.errors import SchemaError, UnsupportedTableError
 from hoodie.file_group.log_block import BlockType, HeaderKey, encode_block
+from hoodie.merge.vectorized import arrow_family
 from hoodie.models.codec import load_schema
 from hoodie.schema.avro_arrow import encode_avro_block_content
 
 DELETE_BLOCK_VERSION = 3
-_NS = "org.apache.hudi.avro.model."
+WRAPPER_NAMESPACE = "org.apache.hudi.avro.model."
 _EPOCH_DATE = dt.date(1970, 1, 1)
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
@@ -60,36 +61,36 @@ def _wrapper(value: Any, arrow_type: pa.DataType | None) -> tuple[str, dict[str,
     t = arrow_type
     if t is None:
         if isinstance(value, bool):
-            return (_NS + "BooleanWrapper", {"value": value})
+            return (WRAPPER_NAMESPACE + "BooleanWrapper", {"value": value})
         if isinstance(value, int):
             return (
-                (_NS + "LongWrapper", {"value": value})
+                (WRAPPER_NAMESPACE + "LongWrapper", {"value": value})
                 if abs(value) >= 2**31
-                else (_NS + "IntWrapper", {"value": value})
+                else (WRAPPER_NAMESPACE + "IntWrapper", {"value": value})
             )
         if isinstance(value, float):
-            return (_NS + "DoubleWrapper", {"value": value})
-        return (_NS + "StringWrapper", {"value": str(value)})
+            return (WRAPPER_NAMESPACE + "DoubleWrapper", {"value": value})
+        return (WRAPPER_NAMESPACE + "StringWrapper", {"value": str(value)})
     if pa.types.is_boolean(t):
-        return (_NS + "BooleanWrapper", {"value": bool(value)})
+        return (WRAPPER_NAMESPACE + "BooleanWrapper", {"value": bool(value)})
     if pa.types.is_int8(t) or pa.types.is_int16(t) or pa.types.is_int32(t):
-        return (_NS + "IntWrapper", {"value": int(value)})
+        return (WRAPPER_NAMESPACE + "IntWrapper", {"value": int(value)})
     if pa.types.is_integer(t):
-        return (_NS + "LongWrapper", {"value": int(value)})
+        return (WRAPPER_NAMESPACE + "LongWrapper", {"value": int(value)})
     if pa.types.is_float32(t):
-        return (_NS + "FloatWrapper", {"value": float(value)})
+        return (WRAPPER_NAMESPACE + "FloatWrapper", {"value": float(value)})
     if pa.types.is_floating(t):
-        return (_NS + "DoubleWrapper", {"value": float(value)})
+        return (WRAPPER_NAMESPACE + "DoubleWrapper", {"value": float(value)})
     if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return (_NS + "StringWrapper", {"value": str(value)})
+        return (WRAPPER_NAMESPACE + "StringWrapper", {"value": str(value)})
     if pa.types.is_binary(t) or pa.types.is_large_binary(t):
-        return (_NS + "BytesWrapper", {"value": bytes(value)})
+        return (WRAPPER_NAMESPACE + "BytesWrapper", {"value": bytes(value)})
     if pa.types.is_date(t):
         days = (value - _EPOCH_DATE).days if isinstance(value, dt.date) else int(value)
-        return (_NS + "DateWrapper", {"value": days})
+        return (WRAPPER_NAMESPACE + "DateWrapper", {"value": days})
     if pa.types.is_decimal(t):
         return (
-            _NS + "DecimalWrapper",
+            WRAPPER_NAMESPACE + "DecimalWrapper",
             {"value": decimal.Decimal(value).quantize(decimal.Decimal(1).scaleb(-15))},
         )
     if pa.types.is_timestamp(t):
@@ -98,11 +99,11 @@ def _wrapper(value: Any, arrow_type: pa.DataType | None) -> tuple[str, dict[str,
             micros = (moment - _EPOCH) // dt.timedelta(microseconds=1)
         else:
             micros = int(value)
-        return (_NS + "TimestampMicrosWrapper", {"value": micros})
+        return (WRAPPER_NAMESPACE + "TimestampMicrosWrapper", {"value": micros})
     raise SchemaError(f"ordering values of type {t} cannot be written to a delete block")
 
 
-DEFAULT_ORDERING = (_NS + "IntWrapper", {"value": 0})
+DEFAULT_ORDERING = (WRAPPER_NAMESPACE + "IntWrapper", {"value": 0})
 
 
 def delete_block_content(
@@ -142,3 +143,34 @@ def delete_block(
     }
     content = delete_block_content(keys, partitions, ordering_values, ordering_type, table_version)
     return encode_block(BlockType.DELETE, header, content)
+
+
+ORDERING_WRAPPERS = {  # Hudi's Avro wrapper of an ordering value, by the value's Arrow family
+    "bool": "BooleanWrapper",
+    "int": "IntWrapper",
+    "long": "LongWrapper",
+    "float": "FloatWrapper",
+    "double": "DoubleWrapper",
+    "string": "StringWrapper",
+    "bytes": "BytesWrapper",
+    "date": "DateWrapper",
+    "decimal": "DecimalWrapper",
+    "timestamp": "TimestampMicrosWrapper",
+}
+
+
+def ordering_wrappers(column: pa.ChunkedArray) -> list[tuple[str, dict[str, Any]] | None]:
+    """Hudi's ordering-value wrapper of each value of ``column`` (None where it is null)."""
+    family = arrow_family(column.type)
+    wrapper = ORDERING_WRAPPERS.get(family)
+    if wrapper is None:
+        raise UnsupportedTableError(
+            f"ordering values of type {column.type} cannot be written to a delete block"
+        )
+    if family == "date":
+        column = column.cast(pa.date32()).cast(pa.int32())  # days since the epoch
+    elif family == "timestamp":
+        column = column.cast(pa.timestamp("us", column.type.tz)).cast(pa.int64())  # micros
+    elif family == "decimal":
+        column = column.cast(pa.decimal128(30, 15))  # DecimalWrapper's precision and scale
+    return [None if v is None else (WRAPPER_NAMESPACE + wrapper, {"value": v}) for v in column.to_pylist()]

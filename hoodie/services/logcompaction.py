@@ -38,11 +38,11 @@ from hoodie.errors import TableServiceError, UnsupportedTableError
 from hoodie.file_group.file_slice import FileGroupId, FileSlice
 from hoodie.file_group.log_block import BlockType, HeaderKey, LogBlock, encode_block
 from hoodie.file_group.log_file import LogFile
-from hoodie.file_group.log_writer import DELETE_BLOCK_VERSION
+from hoodie.file_group.log_writer import DELETE_BLOCK_VERSION, WRAPPER_NAMESPACE, ordering_wrappers
 from hoodie.io.fileio import join
 from hoodie.merge.config import MergeConfig
 from hoodie.merge.resolve import resolve_merge_config
-from hoodie.merge.vectorized import DeleteEntries, arrow_family, merge_logs_only, spec_for, supports
+from hoodie.merge.vectorized import DeleteEntries, merge_logs_only, spec_for, supports
 from hoodie.models.codec import load_schema
 from hoodie.models.commit import CommitMetadata, RuntimeStats, WriteOperationType, WriteStat
 from hoodie.models.compaction import CompactionOperation, CompactionPlan, CompactionStrategy
@@ -92,7 +92,6 @@ THRESHOLD_KEY = "hoodie.log.compaction.blocks.threshold"
 BLOCK_FORMAT_KEY = "hoodie.logfile.data.block.format"
 SUPPORTED_TABLE_VERSIONS = (6, 8, 9)
 _MB = 1024 * 1024
-_WRAPPER_NS = "org.apache.hudi.avro.model."
 
 
 @dataclass(frozen=True)
@@ -259,37 +258,6 @@ def valid_block_instants(blocks: list[LogBlock]) -> list[str]:
     return list(dict.fromkeys(b.instant_time for b in reversed(blocks) if b.instant_time is not None))
 
 
-_WRAPPER_OF_FAMILY = {
-    "bool": "BooleanWrapper",
-    "int": "IntWrapper",
-    "long": "LongWrapper",
-    "float": "FloatWrapper",
-    "double": "DoubleWrapper",
-    "string": "StringWrapper",
-    "bytes": "BytesWrapper",
-    "date": "DateWrapper",
-    "decimal": "DecimalWrapper",
-    "timestamp": "TimestampMicrosWrapper",
-}
-
-
-def _ordering_wrappers(column: pa.ChunkedArray) -> list[tuple[str, dict[str, Any]] | None]:
-    """Hudi's ordering-value wrapper of each value of ``column`` (None where it is null)."""
-    family = arrow_family(column.type)
-    wrapper = _WRAPPER_OF_FAMILY.get(family)
-    if wrapper is None:
-        raise UnsupportedTableError(
-            f"ordering values of type {column.type} cannot be written to a delete block"
-        )
-    if family == "date":
-        column = column.cast(pa.date32()).cast(pa.int32())  # days since the epoch
-    elif family == "timestamp":
-        column = column.cast(pa.timestamp("us", column.type.tz)).cast(pa.int64())  # micros
-    elif family == "decimal":
-        column = column.cast(pa.decimal128(30, 15))  # DecimalWrapper's precision and scale
-    return [None if v is None else (_WRAPPER_NS + wrapper, {"value": v}) for v in column.to_pylist()]
-
-
 def delete_records(
     merged_deletes: DeleteEntries, deleted_rows: pa.Table, merge: MergeConfig, partition_path: str
 ) -> list[dict[str, Any]]:
@@ -299,7 +267,7 @@ def delete_records(
     for key, value, cls in zip(keys, values, merged_deletes.ordering_classes, strict=True):
         if cls == "ArrayWrapper" or isinstance(value, (list, tuple)):
             raise UnsupportedTableError(f"delete of {key!r}: multi-field ordering values are not supported")
-        ordering = None if cls is None else (_WRAPPER_NS + cls, {"value": value})
+        ordering = None if cls is None else (WRAPPER_NAMESPACE + cls, {"value": value})
         records.append({"recordKey": key, "partitionPath": partition_path, "orderingVal": ordering})
     if not deleted_rows.num_rows:
         return records
@@ -308,10 +276,10 @@ def delete_records(
     wrappers: list[tuple[str, dict[str, Any]] | None] = [None] * deleted_rows.num_rows
     field = merge.ordering_fields[0] if merge.ordering_fields else ""
     if merge.mode is RecordMergeMode.EVENT_TIME_ORDERING and field in deleted_rows.column_names:
-        wrappers = _ordering_wrappers(deleted_rows[field])
+        wrappers = ordering_wrappers(deleted_rows[field])
     keys, parts = (deleted_rows[c].to_pylist() for c in ("_hoodie_record_key", "_hoodie_partition_path"))
     for key, part, wrapped in zip(keys, parts, wrappers, strict=True):
-        ordering = wrapped or (_WRAPPER_NS + "IntWrapper", {"value": 0})
+        ordering = wrapped or (WRAPPER_NAMESPACE + "IntWrapper", {"value": 0})
         records.append({"recordKey": key, "partitionPath": part or partition_path, "orderingVal": ordering})
     return records
 

@@ -26,6 +26,7 @@ from hoodie.config.table_config import TableType
 from hoodie.errors import HoodieError, SchemaError, WriteConflictError
 from hoodie.file_group.base_file_writer import write_partition_metadata
 from hoodie.file_group.file_slice import FileGroupId
+from hoodie.file_group.log_writer import ORDERING_WRAPPERS
 from hoodie.keygen import key_generator_from_properties
 from hoodie.merge.resolve import resolve_merge_config
 from hoodie.merge.vectorized import DeleteEntries, MergeSpec, arrow_family, spec_for
@@ -61,19 +62,6 @@ from hoodie.write.options import BulkInsertSortMode, WriteOperation, WriteOption
 from hoodie.write.partitioner import WritePartitioner
 
 log = logging.getLogger(__name__)
-
-_WRAPPER_BY_FAMILY = {
-    "int": "IntWrapper",
-    "long": "LongWrapper",
-    "float": "FloatWrapper",
-    "double": "DoubleWrapper",
-    "string": "StringWrapper",
-    "bool": "BooleanWrapper",
-    "bytes": "BytesWrapper",
-    "date": "DateWrapper",
-    "decimal": "DecimalWrapper",
-    "timestamp": "TimestampMicrosWrapper",
-}
 
 
 @dataclass(frozen=True)
@@ -388,7 +376,7 @@ class HoodieWriter:
         values, t = self._ordering_values(deletes, spec)
         if values is None or t is None:
             return DeleteEntries(deletes.keys, [None] * deletes.num_rows, [None] * deletes.num_rows)
-        wrapper = _WRAPPER_BY_FAMILY.get(arrow_family(t))
+        wrapper = ORDERING_WRAPPERS.get(arrow_family(t))
         return DeleteEntries(deletes.keys, values, [wrapper if v is not None else None for v in values])
 
     # -- commit -------------------------------------------------------------------------------
