@@ -55,9 +55,10 @@ class HoodieTable:
         self._archived_completion: CompletionTimeLookup | None = None
         self._index_definitions: dict[str, Any] | None = None
         self._shapes: dict[
-            tuple[tuple[str, str], ...], tuple[ActiveTimeline, tuple[Any, ...], TableShape]
+            tuple[tuple[str, str], ...], tuple[ActiveTimeline | None, tuple[Any, ...] | None, TableShape]
         ] = {}
-        """Declared options -> (timeline, its signature, the shape computed on it)."""
+        """Declared options -> (timeline, its signature, the shape computed on it); None, None once
+        the properties were re-read (the shape is then computed again, from the old one)."""
 
     # -- opening ------------------------------------------------------------------------------
     @classmethod
@@ -84,7 +85,9 @@ class HoodieTable:
             props, source=join(meta, "hoodie.properties"), metadata_table=self.is_metadata_table
         )
         self._index_definitions = None  # an index created or dropped changes both
-        self._shapes.clear()
+        # Shapes are computed again on next use, starting from the old ones: a file-group verdict
+        # that still holds is kept (no listing), everything read from the properties is read anew.
+        self._shapes = {k: (None, None, shape) for k, (_, _, shape) in self._shapes.items()}
         return self.config
 
     def shape(

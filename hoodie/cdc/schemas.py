@@ -25,7 +25,7 @@ from typing import Any
 from hoodie.config.table_config import TableConfig, TableKeys
 from hoodie.errors import InvalidTableConfigError
 
-MODE_KEY = "hoodie.table.cdc.supplemental.logging.mode"
+MODE_KEY = TableKeys.CDC_LOGGING_MODE.key
 LOGFILE_SUFFIX = ".cdc"
 """``HoodieCDCUtils.CDC_LOGFILE_SUFFIX``. ``-cdc`` was used only before Hudi 0.13.0 was released
 (table version 5); every table version hts handles (6, 8, 9) writes ``.cdc``."""

@@ -119,6 +119,7 @@ class TableKeys:
     METADATA_PARTITIONS_INFLIGHT = ConfigKey("hoodie.table.metadata.partitions.inflight", "")
     INDEX_DEFS_PATH = ConfigKey("hoodie.table.index.defs.path")
     CDC_ENABLED = ConfigKey("hoodie.table.cdc.enabled", "false")
+    CDC_LOGGING_MODE = ConfigKey("hoodie.table.cdc.supplemental.logging.mode")
     TABLE_FORMAT = ConfigKey("hoodie.table.format", "native")
     BOOTSTRAP_BASE_PATH = ConfigKey("hoodie.bootstrap.base.path")
     MULTIPLE_BASE_FILE_FORMATS = ConfigKey("hoodie.table.multiple.base.file.formats.enable", "false")

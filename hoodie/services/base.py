@@ -210,12 +210,13 @@ class ServiceContext:
             completion_time=self.completion_time,
             lock=self.table_lock,
             timeout_s=self.lock_timeout_s,
-            requirements=[StillInflight(), *self._shape_requirement(), *requirements],
+            requirements=[StillInflight(), *self.shape_requirements(), *requirements],
             sync=sync,
             upkeep=self.maintain_metadata,
         )
 
-    def _shape_requirement(self) -> list[Requirement]:
+    def shape_requirements(self) -> list[Requirement]:
+        """The commit requirement that the shape still allows what this context executes (if any)."""
         from hoodie.shape.table_shape import ShapeAllows
 
         return [] if self.shape_checked is None else [ShapeAllows(self.shape_checked, self.options)]

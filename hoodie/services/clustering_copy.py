@@ -35,11 +35,12 @@ from hoodie.write.markers import IOType, WriteMarkers
 
 log = logging.getLogger(__name__)
 
-_RUN_PACKAGE = "org.apache.hudi.client.clustering.run.strategy."
+RUN_PACKAGE = "org.apache.hudi.client.clustering.run.strategy."
+"""The package of Hudi's Spark/Java clustering execution strategies."""
 BINARY_COPY_STRATEGIES = frozenset(
     {
-        _RUN_PACKAGE + "SparkBinaryCopyClusteringExecutionStrategy",
-        _RUN_PACKAGE + "SparkStreamCopyClusteringExecutionStrategy",
+        RUN_PACKAGE + "SparkBinaryCopyClusteringExecutionStrategy",
+        RUN_PACKAGE + "SparkStreamCopyClusteringExecutionStrategy",
     }
 )
 SORT_COLUMNS_KEY = "hoodie.clustering.plan.strategy.sort.columns"

@@ -45,7 +45,13 @@ from hoodie.services.base import (
     crash_point,
 )
 from hoodie.services.claim import claim_instant, require_pending
-from hoodie.services.clustering_copy import BINARY_COPY_STRATEGIES, binary_copy_refusal, copy_group
+from hoodie.services.clustering_copy import (
+    BINARY_COPY_STRATEGIES,
+    RUN_PACKAGE,
+    SORT_COLUMNS_KEY,
+    binary_copy_refusal,
+    copy_group,
+)
 from hoodie.services.layout import LayoutOptions, parse_sort_columns, sort_for_layout
 from hoodie.services.rollback import recover_inflight
 from hoodie.services.slice_tasks import (
@@ -73,11 +79,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-SORT_COLUMNS_KEY = "hoodie.clustering.plan.strategy.sort.columns"
-_RUN_PACKAGE = "org.apache.hudi.client.clustering.run.strategy."
-SPARK_SORT_AND_SIZE = _RUN_PACKAGE + "SparkSortAndSizeExecutionStrategy"
+SPARK_SORT_AND_SIZE = RUN_PACKAGE + "SparkSortAndSizeExecutionStrategy"
 EXECUTION_STRATEGIES = frozenset(
-    {SPARK_SORT_AND_SIZE, _RUN_PACKAGE + "JavaSortAndSizeExecutionStrategy", *BINARY_COPY_STRATEGIES}
+    {SPARK_SORT_AND_SIZE, RUN_PACKAGE + "JavaSortAndSizeExecutionStrategy", *BINARY_COPY_STRATEGIES}
 )
 
 COMMIT_TIME = "_hoodie_commit_time"

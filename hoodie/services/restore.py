@@ -236,7 +236,10 @@ def _finish(ctx: ServiceContext, inflight: Instant, savepoint: str, metadata: Re
             metadata.to_bytes(table.table_version),
             completion_time=ctx.completion_time,
             timeline=fresh,
-            requirements=[StillInflight("restore {time} is no longer inflight on {base} (now {now})")],
+            requirements=[
+                StillInflight("restore {time} is no longer inflight on {base} (now {now})"),
+                *ctx.shape_requirements(),
+            ],
             sync=lambda _fresh, _current: restore_metadata_table(ctx, savepoint),
         )
         for rb in fresh.actions(Action.ROLLBACK).after(savepoint):

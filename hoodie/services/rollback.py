@@ -365,7 +365,7 @@ def _finish(
             metadata.to_bytes(table.table_version),
             completion_time=ctx.completion_time,
             timeline=fresh,
-            requirements=[still_inflight],
+            requirements=[still_inflight, *ctx.shape_requirements()],
             sync=drop_target,
         )
 

@@ -31,7 +31,6 @@ INDEX_TYPE_KEYS = ("hoodie.index.type", "index.type")  # HoodieIndexConfig.INDEX
 BUCKET_ENGINE_KEY = (
     "hoodie.index.bucket.engine"  # HoodieIndexConfig.BUCKET_INDEX_ENGINE_TYPE (default SIMPLE)
 )
-CDC_MODE_KEY = "hoodie.table.cdc.supplemental.logging.mode"
 # HoodieTableMetaClient: BUCKET_INDEX_METAFOLDER_NAME and its two sub-folders.
 BUCKET_INDEX_FOLDER = ".bucket_index"
 CONSISTENT_HASHING_FOLDER = "consistent_hashing_metadata"
@@ -71,10 +70,6 @@ class TableShape:
 
     def has(self, shape: Shape) -> bool:
         return self.feature(shape) is not None
-
-    @property
-    def shapes(self) -> tuple[Shape, ...]:
-        return tuple(f.shape for f in self.features)
 
     def refusal(self, operation: str, write_operation: str | None = None) -> UnsupportedShapeError | None:
         """The error refusing ``operation`` (and, for writes, ``write_operation``); None if handled."""
@@ -256,8 +251,8 @@ def detect(
         return TableShape(table.base_path)
     features: list[ShapeFeature] = []
     if (config.get(TableKeys.CDC_ENABLED) or "").strip().lower() == "true":
-        mode = config.props.get(CDC_MODE_KEY)
-        extra = f", {CDC_MODE_KEY}={mode}" if mode else ""
+        mode = config.props.get(TableKeys.CDC_LOGGING_MODE.key)
+        extra = f", {TableKeys.CDC_LOGGING_MODE.key}={mode}" if mode else ""
         features.append(ShapeFeature(Shape.CDC, f"{TableKeys.CDC_ENABLED.key}=true{extra}"))
     stored = _bucket_features(table)
     features += stored

@@ -111,7 +111,6 @@ class HoodieWriter:
         self.lock = lock or InProcessLockProvider(table.base_path)
         self.time_source = time_source or WaitBasedTimeGenerator(self.lock, table.tz)
         self.write_props = write_props or {}
-        self._bucketed = False  # whether the current write routes by bucket (set while planning)
 
     # -- public operations --------------------------------------------------------------------
     def insert(self, data: pa.Table) -> WriteResult:
@@ -162,7 +161,6 @@ class HoodieWriter:
         table.shape(self.write_props, view).check("write", operation.value)  # before anything is written
         partitioner = WritePartitioner(table, self.options, self.write_props)
         buckets, replaced = partitioner.plan(prepared, operation, view, timeline)
-        self._bucketed = partitioner.bucketed
         self._check_pending_clustering(buckets, timeline)
         require_supported_metadata(table, f"{operation.value} on {table.base_path}")
 
@@ -223,6 +221,7 @@ class HoodieWriter:
                 ctx.log_records,
                 ctx.base_footers,
                 operation,
+                partitioner.bucketed,
             )
         except BaseException:
             self._abort(timeline, instant_time, markers)
@@ -442,6 +441,7 @@ class HoodieWriter:
         log_records: Mapping[str, pa.Table],
         base_footers: Mapping[str, pq.FileMetaData],
         operation: WriteOperation,
+        bucketed: bool,
     ) -> Instant:
         touched = {FileGroupId(s.partition_path or "", s.file_id or "") for s in stats}
         touched |= {FileGroupId(p, f) for p, ids in replaced.items() for f in ids}
@@ -473,7 +473,7 @@ class HoodieWriter:
                 StillInflight(),
                 ShapeAllows("write", self.write_props, operation.value),
                 NoConflictingCommit(
-                    lambda fresh: self._check_conflicts(timeline, fresh, touched, instant_time)
+                    lambda fresh: self._check_conflicts(timeline, fresh, touched, instant_time, bucketed)
                 ),
             ],
             sync=sync,
@@ -494,9 +494,15 @@ class HoodieWriter:
         ctx.maintain_metadata()
 
     def _check_conflicts(
-        self, start: ActiveTimeline, now: ActiveTimeline, touched: set[FileGroupId], instant_time: str
+        self,
+        start: ActiveTimeline,
+        now: ActiveTimeline,
+        touched: set[FileGroupId],
+        instant_time: str,
+        bucketed: bool,
     ) -> None:
-        """Optimistic concurrency: fail if a commit that completed since we started wrote our file groups."""
+        """Optimistic concurrency: fail if a commit that completed since we started wrote our file groups
+        (``bucketed``: or started a bucket ours started too)."""
         for instant in now.completed().writes():
             if instant.requested_time == instant_time or start.is_completed(instant.requested_time):
                 continue
@@ -505,7 +511,7 @@ class HoodieWriter:
             if isinstance(meta, ReplaceCommitMetadata):
                 theirs |= {FileGroupId(p, f) for p, f in meta.replaced_file_ids()}
             clash = theirs & touched
-            if not clash and self._bucketed:
+            if not clash and bucketed:
                 clash = same_buckets(theirs, touched)  # two writers may not start one bucket twice
             if clash:
                 raise WriteConflictError(
