@@ -358,7 +358,10 @@ def test_renewals_failing_until_the_validity_runs_out_lose_the_lock(s3: S3Endpoi
         valid_until = site.read()["validUntil"]  # the last renewal that reached S3
         held_at = [t for t, held in samples if held]
         assert held_at and max(held_at) < valid_until  # never held past the file's validity
-        assert max(held_at) > valid_until - 1000  # held on while renewals failed (SUSPENDED)
+        # Held on while renewals failed (SUSPENDED), up to the last renewal hts saw answered: a
+        # renewal that reached S3 as the proxy was cut moved validUntil on without hts knowing, and
+        # on a loaded machine an answered renewal may lag, so the margin is a validity plus a renewal.
+        assert max(held_at) > valid_until - VALIDITY_MS - RENEW_MS
         assert wait_for(lambda: hts.state is LockState.LOST, 2 * RENEW_MS / 1000)
         assert [s for s, _ in states] == [LockState.SUSPENDED, LockState.LOST]
         # A Hudi writer takes the lock only after the validity plus its drift buffer: no overlap.
