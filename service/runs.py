@@ -82,6 +82,8 @@ class RunLoop:
             queued = self.queue.find(item.key)
             existing = self.store.get(queued.run_id) if queued and queued.run_id is not None else None
             if existing is not None:
+                if idempotency_key:  # a retry with this key after that run finished gets it again
+                    self.store.remember_key(idempotency_key, existing.id)
                 return existing, False
             run, _ = self._create_run(item, entry.uri, idempotency_key)
             item.run_id = run.id

@@ -40,6 +40,10 @@ CREATE TABLE IF NOT EXISTS runs (
 );
 CREATE INDEX IF NOT EXISTS runs_by_table ON runs (table_id, created_at);
 CREATE INDEX IF NOT EXISTS runs_by_state ON runs (state);
+CREATE TABLE IF NOT EXISTS idempotency_keys (
+    key TEXT PRIMARY KEY,
+    run_id INTEGER NOT NULL REFERENCES runs (id)
+);
 """
 
 
@@ -254,11 +258,19 @@ class RunStore:
             db.execute(f"UPDATE runs SET {assignments} WHERE id = ?", (*values.values(), run_id))
 
     def by_idempotency_key(self, key: str) -> Run | None:
+        """The run a key was first answered with: the run it created, or the run it was sent to."""
         with self._guard:
             row = self._db.execute(
-                f"SELECT {_COLUMNS} FROM runs WHERE idempotency_key = ?", (key,)
+                f"SELECT {_COLUMNS} FROM runs WHERE idempotency_key = ? "
+                "OR id = (SELECT run_id FROM idempotency_keys WHERE key = ?)",
+                (key, key),
             ).fetchone()
         return _run(row) if row is not None else None
+
+    def remember_key(self, key: str, run_id: int) -> None:
+        """Record that ``key`` was answered with the existing run ``run_id`` (the first answer stays)."""
+        with self._tx() as db:
+            db.execute("INSERT OR IGNORE INTO idempotency_keys (key, run_id) VALUES (?, ?)", (key, run_id))
 
     def get(self, run_id: int) -> Run | None:
         with self._guard:

@@ -51,7 +51,6 @@ from __future__ import annotations
 
 import logging
 import socket
-import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -324,37 +323,23 @@ class DynamoDBLockProvider(LeaseLock):
                     return False
                 raise
             self._hold(rvn, sent)
-        self._set_state(LockState.CONNECTED)
+            listeners = self._record_state(LockState.CONNECTED)
+        self._notify(LockState.CONNECTED, listeners)
         return True
 
     def _hold(self, rvn: str, renewed_at: float) -> None:
         """Record our new lease and start its heartbeat thread (caller holds ``_remote``)."""
-        self._generation += 1
-        self._lease, self._stale = _Lease(rvn, renewed_at, self._generation), None
-        stop = threading.Event()
-        thread = threading.Thread(
-            target=self._heartbeat_loop,
-            args=(self._generation, stop),
-            name=f"dynamodb-lock-heartbeat-{self.config.partition_key}",
-            daemon=True,
-        )
-        self._heartbeats = [(t, s) for t, s in self._heartbeats if t.is_alive()]
-        self._heartbeats.append((thread, stop))
-        thread.start()
+        name = f"dynamodb-lock-heartbeat-{self.config.partition_key}"
+        generation = self._start_heartbeat(name, self.heartbeat_s)
+        self._lease, self._stale = _Lease(rvn, renewed_at, generation), None
 
     # -- heartbeat and release ------------------------------------------------------------------
 
-    def _heartbeat_loop(self, generation: int, stop: threading.Event) -> None:
-        delay = self.heartbeat_s
-        while not stop.wait(delay):
-            with self._remote:
-                lease = self._lease
-                if lease is None or lease.generation != generation:
-                    return
-                state, delay = self._heartbeat(lease)
-            self._set_state(state)
-            if state is LockState.LOST:
-                return
+    def _beat(self, generation: int) -> tuple[LockState, float] | None:
+        lease = self._lease
+        if lease is None or lease.generation != generation:
+            return None
+        return self._heartbeat(lease)
 
     def _ours(self, lease: _Lease) -> tuple[str, dict[str, str], dict[str, Any]]:
         """The Java client's condition that the item is still ours: our RVN and our name."""
@@ -402,31 +387,27 @@ class DynamoDBLockProvider(LeaseLock):
         self._lease, self._stale = None, lease
         return LockState.LOST, 0.0
 
-    def _release_remote(self) -> None:
-        with self._remote:
-            lease = self._lease or self._stale  # a lost lease: deleted only if still ours
-            self._lease = self._stale = None
-            for _, stop in self._heartbeats:
-                stop.set()
-            if lease is not None:
-                condition, names, values = self._ours(lease)
-                try:
-                    self._client.delete_item(
-                        TableName=self.config.lock_table,
-                        Key={KEY: {"S": self.config.partition_key}},
-                        ConditionExpression=condition,
-                        ExpressionAttributeNames=names,
-                        ExpressionAttributeValues=values,
-                    )
-                except (ClientError, BotoCoreError) as e:
-                    taken = isinstance(e, ClientError) and _code(e) == _CONDITION_FAILED
-                    why = (
-                        "it was taken over; the new owner's item stays"
-                        if taken
-                        else f"{e}; it expires in a lease"
-                    )
-                    log.warning("%s: did not delete the lock item: %s", self._where, why)
-        self._set_state(LockState.CONNECTED)
+    def _give_up(self) -> None:
+        lease = self._lease or self._stale  # a lost lease: deleted only if still ours
+        self._lease = self._stale = None
+        if lease is not None:
+            condition, names, values = self._ours(lease)
+            try:
+                self._client.delete_item(
+                    TableName=self.config.lock_table,
+                    Key={KEY: {"S": self.config.partition_key}},
+                    ConditionExpression=condition,
+                    ExpressionAttributeNames=names,
+                    ExpressionAttributeValues=values,
+                )
+            except (ClientError, BotoCoreError) as e:
+                taken = isinstance(e, ClientError) and _code(e) == _CONDITION_FAILED
+                why = (
+                    "it was taken over; the new owner's item stays"
+                    if taken
+                    else f"{e}; it expires in a lease"
+                )
+                log.warning("%s: did not delete the lock item: %s", self._where, why)
 
 
 def _code(error: ClientError) -> str:

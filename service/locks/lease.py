@@ -3,9 +3,14 @@ process, re-entrant for its thread, with a lock state and its listeners.
 
 A provider is shared by every thread of this process. The thread that holds it may acquire it again
 (a count); other threads wait on a local condition, so at most one thread at a time talks to the
-remote store to take the lease. Subclasses say how a lease is taken (``_acquire_remote``), given up
-(``_release_remote``) and known to be still ours (``_lease_valid``, answered without a request from
-the subclass's heartbeat bookkeeping), and what to close.
+remote store to take the lease. Subclasses say how a lease is taken (``_acquire_remote``), renewed
+(``_beat``, on the heartbeat thread started by ``_start_heartbeat``), given up (``_give_up``) and known
+to be still ours (``_lease_valid``, answered without a request from the subclass's heartbeat
+bookkeeping), and what to close.
+
+The lock state changes only while ``_remote`` is held, so a heartbeat's verdict cannot overwrite a
+release that came after it; listeners are told afterwards, outside the lock, and not at all if the
+state changed again before they could be told.
 """
 
 from __future__ import annotations
@@ -43,8 +48,13 @@ class LeaseLock(ABC):
         """Take the lease (or raise :class:`LockError`); called by one thread at a time."""
 
     @abstractmethod
-    def _release_remote(self) -> None:
-        """Give the lease up if it is still ours, and stop renewing it."""
+    def _give_up(self) -> None:
+        """Give the lease up if it is still ours (caller holds ``_remote``; heartbeats are stopped)."""
+
+    @abstractmethod
+    def _beat(self, generation: int) -> tuple[LockState, float] | None:
+        """One heartbeat of lease ``generation`` (caller holds ``_remote``): the new state and the delay
+        to the next beat, or None when that lease is no longer held."""
 
     @abstractmethod
     def _lease_valid(self) -> bool:
@@ -64,18 +74,63 @@ class LeaseLock(ABC):
         with self._state_guard:
             self._listeners.append(listener)
 
-    def _set_state(self, state: LockState) -> None:
+    def _record_state(self, state: LockState) -> list[StateListener] | None:
+        """Set the state; the listeners to tell, or None if it did not change."""
         with self._state_guard:
             if self._state is state:
-                return
+                return None
             self._state = state
-            listeners = list(self._listeners)
+            return list(self._listeners)
+
+    def _notify(self, state: LockState, listeners: list[StateListener] | None) -> None:
+        if listeners is None or self._state is not state:  # unchanged, or superseded meanwhile
+            return
         log.info("%s: lock state %s", self._where, state.value)
         for listener in listeners:
             try:
                 listener(state)
             except Exception:
                 log.exception("%s: a lock state listener failed", self._where)
+
+    def _set_state(self, state: LockState) -> None:
+        self._notify(state, self._record_state(state))
+
+    # -- heartbeat ------------------------------------------------------------------------------
+
+    def _start_heartbeat(self, name: str, first_delay_s: float) -> int:
+        """A new lease generation and its heartbeat thread (caller holds ``_remote``)."""
+        self._generation += 1
+        stop = threading.Event()
+        thread = threading.Thread(
+            target=self._heartbeat_loop, args=(self._generation, stop, first_delay_s), name=name, daemon=True
+        )
+        self._heartbeats = [(t, s) for t, s in self._heartbeats if t.is_alive()]
+        self._heartbeats.append((thread, stop))
+        thread.start()
+        return self._generation
+
+    def _heartbeat_loop(self, generation: int, stop: threading.Event, delay: float) -> None:
+        while not stop.wait(max(0.0, delay)):
+            with self._remote:
+                beat = self._beat(generation)
+                if beat is None:
+                    return
+                state, delay = beat
+                listeners = self._record_state(state)
+            self._notify(state, listeners)
+            if state is LockState.LOST:
+                return
+
+    def _release_remote(self) -> None:
+        """Stop renewing and give the lease up if it is still ours."""
+        with self._remote:
+            for _, stop in self._heartbeats:
+                stop.set()
+            try:
+                self._give_up()
+            finally:
+                listeners = self._record_state(LockState.CONNECTED)
+        self._notify(LockState.CONNECTED, listeners)
 
     # -- the lock -------------------------------------------------------------------------------
 

@@ -44,7 +44,6 @@ at the default 30 s); releasing is one PUT; a writer waiting for the lock does o
 from __future__ import annotations
 
 import logging
-import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -234,6 +233,7 @@ class StorageBasedLockProvider(LeaseLock):
         super().__init__(where, clock or time.monotonic)
         self._held: _Held | None = None
         self._stale: _Held | None = None  # a lease we lost: still expired on release if ours
+        self._next_beat = 0.0  # when the heartbeat renews next (monotonic)
 
     @classmethod
     def from_options(
@@ -296,6 +296,7 @@ class StorageBasedLockProvider(LeaseLock):
                         mine = LockData(False, now_ms + int(self.validity_s * 1000), self.owner)
                         written = self._store.write(mine, current)
                         self._hold(written, sent)
+                        listeners = self._record_state(LockState.CONNECTED)
                     if current is not None and not current.data.expired and current.data.owner != self.owner:
                         log.warning(
                             "%s: took over a lock of %r that expired at %d (epoch ms)",
@@ -303,7 +304,7 @@ class StorageBasedLockProvider(LeaseLock):
                             current.data.owner,
                             current.data.valid_until_ms,
                         )
-                    self._set_state(LockState.CONNECTED)
+                    self._notify(LockState.CONNECTED, listeners)
                     return
             except PreconditionFailed:
                 problem = "another writer changed the lock file first"
@@ -317,36 +318,22 @@ class StorageBasedLockProvider(LeaseLock):
 
     def _hold(self, written: LockFile, sent_at: float) -> None:
         """Record our new lock file and start its heartbeat (caller holds ``_remote``)."""
-        self._generation += 1
-        self._held, self._stale = _Held(written, sent_at, self._generation), None
-        stop = threading.Event()
-        thread = threading.Thread(
-            target=self._heartbeat_loop,
-            args=(self._generation, stop),
-            name=f"storage-lock-heartbeat-{self.owner[:8]}",
-            daemon=True,
-        )
-        self._heartbeats = [(t, s) for t, s in self._heartbeats if t.is_alive()]
-        self._heartbeats.append((thread, stop))
-        thread.start()
+        self._next_beat = sent_at + self.renew_s
+        name = f"storage-lock-heartbeat-{self.owner[:8]}"
+        generation = self._start_heartbeat(name, self._next_beat - self._clock())
+        self._held, self._stale = _Held(written, sent_at, generation), None
 
     # -- heartbeat and release ------------------------------------------------------------------
 
-    def _heartbeat_loop(self, generation: int, stop: threading.Event) -> None:
+    def _beat(self, generation: int) -> tuple[LockState, float] | None:
         """``LockProviderHeartbeatManager``: renew at a fixed rate until released or lost."""
         held = self._held
-        next_at = (held.sent_at if held else self._clock()) + self.renew_s
-        while not stop.wait(max(0.0, next_at - self._clock())):
-            with self._remote:
-                held = self._held
-                if held is None or held.generation != generation:
-                    return
-                state = self._renew(held)
-            self._set_state(state)
-            if state is LockState.LOST:
-                return
-            next_at += self.renew_s
-            next_at = max(next_at, self._clock())  # fixed rate, but no burst after a long stall
+        if held is None or held.generation != generation:
+            return None
+        state = self._renew(held)
+        # a fixed rate, but no burst after a long stall
+        self._next_beat = max(self._next_beat + self.renew_s, self._clock())
+        return state, self._next_beat - self._clock()
 
     def _renew(self, held: _Held) -> LockState:
         """One renewal (caller holds ``_remote``)."""
@@ -372,19 +359,15 @@ class StorageBasedLockProvider(LeaseLock):
         self._held, self._stale = None, held
         return LockState.LOST
 
-    def _release_remote(self) -> None:
-        with self._remote:
-            held = self._held or self._stale
-            self._held = self._stale = None
-            for _, stop in self._heartbeats:
-                stop.set()
-            if held is not None:
-                released = LockData(True, held.file.data.valid_until_ms, self.owner)
-                try:
-                    self._store.write(released, held.file)
-                except PreconditionFailed:
-                    log.warning("%s: not released: taken over; the new owner's file stays", self._where)
-                except Exception as e:
-                    until = held.file.data.valid_until_ms
-                    log.warning("%s: not released (%s); it expires at %d (epoch ms)", self._where, e, until)
-        self._set_state(LockState.CONNECTED)
+    def _give_up(self) -> None:
+        held = self._held or self._stale
+        self._held = self._stale = None
+        if held is not None:
+            released = LockData(True, held.file.data.valid_until_ms, self.owner)
+            try:
+                self._store.write(released, held.file)
+            except PreconditionFailed:
+                log.warning("%s: not released: taken over; the new owner's file stays", self._where)
+            except Exception as e:
+                until = held.file.data.valid_until_ms
+                log.warning("%s: not released (%s); it expires at %d (epoch ms)", self._where, e, until)

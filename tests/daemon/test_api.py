@@ -9,6 +9,8 @@ from typing import Any
 from hoodie.metadata.table import MetadataTable
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action
+from service.queue import WorkItem
+from service.store import RunKind, RunTrigger
 from tests.conftest import hudi_rs_rows
 from tests.daemon.helpers import mor_table, request_compaction, running_daemon, wait_for
 from tests.tables import snapshot
@@ -276,3 +278,24 @@ def test_bad_requests_get_clear_errors(tmp_path: Path) -> None:
             'hts_api_requests_total{code="404",method="GET",route="/v1/tables/{table_id}"} 1.0'
             in client.get("/metrics").text
         )
+
+
+def test_an_idempotency_key_answered_with_queued_work_keeps_that_run(tmp_path: Path) -> None:
+    """A key sent while the same work is queued already is answered with that run, and a retry with
+    the same key after the run finished gets the same run again, not a second one."""
+    path = tmp_path / "tables" / "t"
+    mor_table(path)
+    with running_daemon(tmp_path) as (daemon, client):
+        daemon.queue.paused = True  # hold the work queued (a paused daemon refuses REST triggers)
+
+        def submit(key: str) -> tuple[Any, bool]:
+            item = WorkItem("t", "compaction", RunKind.TRIGGER, None, RunTrigger.API)
+            return daemon.submit(item, decision="REST trigger", idempotency_key=key)
+
+        (first, created), (joined, again) = submit("first"), submit("second")
+        assert created and not again and joined.id == first.id
+        client.post("/v1/resume")
+        wait_for(lambda: client.get(f"/v1/runs/{first.id}").json()["state"] == "succeeded", what="the run")
+        retried = client.post("/v1/tables/t/compaction", headers={"Idempotency-Key": "second"})
+        assert retried.status_code == 200 and retried.json()["id"] == first.id
+        assert [r.id for r in daemon.store.list()] == [first.id], "one run for both keys"

@@ -128,6 +128,7 @@ def main() -> int:
     ap.add_argument("--renew-ms", type=int, required=True)
     ap.add_argument("--acquire-timeout-s", type=float, required=True)
     ap.add_argument("--hold-s", type=float, required=True, help="negative: hold until killed")
+    ap.add_argument("--release-when", default=None, help="hold until this local file exists (not --hold-s)")
     ap.add_argument("--no-renew", action="store_true")
     args = ap.parse_args()
 
@@ -185,7 +186,11 @@ def main() -> int:
     if args.hold_s < 0:
         while True:
             time.sleep(3600)
-    time.sleep(args.hold_s)
+    if args.release_when:
+        while not os.path.exists(args.release_when):
+            time.sleep(0.05)
+    else:
+        time.sleep(args.hold_s)
     stop.set()
     if beat.is_alive():
         beat.join()

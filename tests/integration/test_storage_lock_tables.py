@@ -6,7 +6,6 @@ port. The lock file is checked with boto3 / the filesystem directly, not through
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sys
 import time
@@ -168,7 +167,8 @@ def test_the_daemon_waits_while_a_hudi_writer_holds_the_storage_lock(tmp_path: P
     ts = request_compaction(path)
     timings = {P + "validity.timeout.secs": "10", P + "renew.interval.secs": "1"}
     argv = [sys.executable, str(PEER), "--base", str(path), "--validity-ms", "10000", "--renew-ms", "1000"]
-    peer = Process([*argv, "--acquire-timeout-s", "10", "--hold-s", "8"])
+    release = tmp_path / "release"  # the peer holds until this exists: however slow the daemon starts
+    peer = Process([*argv, "--acquire-timeout-s", "10", "--hold-s", "0", "--release-when", str(release)])
     options = {**FAST_HEARTBEAT, PROVIDER_KEY: STORAGE, **timings}
     daemon = ServeProcess(tmp_path, "d1", defaults={"options": options}, spark={"master": "in-process"})
     try:
@@ -180,11 +180,11 @@ def test_the_daemon_waits_while_a_hudi_writer_holds_the_storage_lock(tmp_path: P
 
         wait_for(running, 8, "the daemon to start the compaction")  # and wait for the lock
         seen: list[tuple[int, str | None]] = []  # (wall ms after reading, the compaction's state)
-        while not any(e["event"] == "releasing" for e in peer.seen):
-            state = _state(path, ts)
-            seen.append((int(time.time() * 1000), state))
-            with contextlib.suppress(AssertionError):
-                peer.wait("releasing", 0.2)
+        while len(seen) < 15:  # three renewals of the peer's lock, at least
+            seen.append((int(time.time() * 1000), _state(path, ts)))
+            time.sleep(0.2)
+        release.touch()
+        peer.wait("releasing")
         releasing = peer.first("releasing")["at_ms"]
         while_held = [state for at, state in seen if at < releasing]
         assert len(while_held) > 5 and "COMPLETED" not in while_held
