@@ -8,8 +8,6 @@ the default ordering value SQL DELETE writes).
 
 from __future__ import annotations
 
-import datetime as dt
-import decimal
 import io
 import json
 import struct
@@ -20,7 +18,7 @@ import fastavro
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from hoodie.errors import SchemaError, UnsupportedTableError
+from hoodie.errors import UnsupportedTableError
 from hoodie.file_group.log_block import BlockType, HeaderKey, encode_block
 from hoodie.merge.vectorized import arrow_family
 from hoodie.models.codec import load_schema
@@ -28,8 +26,6 @@ from hoodie.schema.avro_arrow import encode_avro_block_content
 
 DELETE_BLOCK_VERSION = 3
 WRAPPER_NAMESPACE = "org.apache.hudi.avro.model."
-_EPOCH_DATE = dt.date(1970, 1, 1)
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 def avro_data_block(table: pa.Table, writer_schema: Mapping[str, Any], instant_time: str) -> bytes:
@@ -54,73 +50,28 @@ def parquet_data_block(
     return encode_block(BlockType.PARQUET_DATA, header, sink.getvalue())
 
 
-def _wrapper(value: Any, arrow_type: pa.DataType | None) -> tuple[str, dict[str, Any]] | None:
-    """Hudi's ordering-value wrapper for ``value`` of a column of ``arrow_type``."""
-    if value is None:
-        return None
-    t = arrow_type
-    if t is None:
-        if isinstance(value, bool):
-            return (WRAPPER_NAMESPACE + "BooleanWrapper", {"value": value})
-        if isinstance(value, int):
-            return (
-                (WRAPPER_NAMESPACE + "LongWrapper", {"value": value})
-                if abs(value) >= 2**31
-                else (WRAPPER_NAMESPACE + "IntWrapper", {"value": value})
-            )
-        if isinstance(value, float):
-            return (WRAPPER_NAMESPACE + "DoubleWrapper", {"value": value})
-        return (WRAPPER_NAMESPACE + "StringWrapper", {"value": str(value)})
-    if pa.types.is_boolean(t):
-        return (WRAPPER_NAMESPACE + "BooleanWrapper", {"value": bool(value)})
-    if pa.types.is_int8(t) or pa.types.is_int16(t) or pa.types.is_int32(t):
-        return (WRAPPER_NAMESPACE + "IntWrapper", {"value": int(value)})
-    if pa.types.is_integer(t):
-        return (WRAPPER_NAMESPACE + "LongWrapper", {"value": int(value)})
-    if pa.types.is_float32(t):
-        return (WRAPPER_NAMESPACE + "FloatWrapper", {"value": float(value)})
-    if pa.types.is_floating(t):
-        return (WRAPPER_NAMESPACE + "DoubleWrapper", {"value": float(value)})
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return (WRAPPER_NAMESPACE + "StringWrapper", {"value": str(value)})
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
-        return (WRAPPER_NAMESPACE + "BytesWrapper", {"value": bytes(value)})
-    if pa.types.is_date(t):
-        days = (value - _EPOCH_DATE).days if isinstance(value, dt.date) else int(value)
-        return (WRAPPER_NAMESPACE + "DateWrapper", {"value": days})
-    if pa.types.is_decimal(t):
-        return (
-            WRAPPER_NAMESPACE + "DecimalWrapper",
-            {"value": decimal.Decimal(value).quantize(decimal.Decimal(1).scaleb(-15))},
-        )
-    if pa.types.is_timestamp(t):
-        if isinstance(value, dt.datetime):
-            moment = value if value.tzinfo else value.replace(tzinfo=dt.UTC)
-            micros = (moment - _EPOCH) // dt.timedelta(microseconds=1)
-        else:
-            micros = int(value)
-        return (WRAPPER_NAMESPACE + "TimestampMicrosWrapper", {"value": micros})
-    raise SchemaError(f"ordering values of type {t} cannot be written to a delete block")
+OrderingWrapper = tuple[str, dict[str, Any]]
+"""An ordering value in Hudi's Avro wrapper: the wrapper's full name and its record."""
 
-
-DEFAULT_ORDERING = (WRAPPER_NAMESPACE + "IntWrapper", {"value": 0})
+DEFAULT_ORDERING: OrderingWrapper = (WRAPPER_NAMESPACE + "IntWrapper", {"value": 0})
 
 
 def delete_block_content(
     keys: Sequence[str],
     partitions: Sequence[str],
-    ordering_values: Sequence[Any] | None,
-    ordering_type: pa.DataType | None,
+    ordering: Sequence[OrderingWrapper | None] | None,
     table_version: int,
 ) -> bytes:
-    """The content of a DELETE block; ``ordering_values`` None writes the default ``IntWrapper(0)``."""
-    records = []
-    for i, key in enumerate(keys):
-        ordering: Any = DEFAULT_ORDERING
-        if ordering_values is not None:
-            wrapped = _wrapper(ordering_values[i], ordering_type)
-            ordering = DEFAULT_ORDERING if wrapped is None else wrapped
-        records.append({"recordKey": key, "partitionPath": partitions[i], "orderingVal": ordering})
+    """The content of a DELETE block; a missing ordering value is the default ``IntWrapper(0)``
+    (``ordering`` holds :func:`ordering_wrappers`)."""
+    records = [
+        {
+            "recordKey": key,
+            "partitionPath": partitions[i],
+            "orderingVal": (ordering[i] if ordering is not None else None) or DEFAULT_ORDERING,
+        }
+        for i, key in enumerate(keys)
+    ]
     schema = fastavro.parse_schema(load_schema("HoodieDeleteRecordList", table_version))
     buf = io.BytesIO()
     fastavro.schemaless_writer(buf, schema, {"deleteRecordList": records})
@@ -131,8 +82,7 @@ def delete_block_content(
 def delete_block(
     keys: Sequence[str],
     partitions: Sequence[str],
-    ordering_values: Sequence[Any] | None,
-    ordering_type: pa.DataType | None,
+    ordering: Sequence[OrderingWrapper | None] | None,
     instant_time: str,
     writer_schema: Mapping[str, Any],
     table_version: int,
@@ -141,8 +91,9 @@ def delete_block(
         HeaderKey.INSTANT_TIME: instant_time,
         HeaderKey.SCHEMA: json.dumps(writer_schema, separators=(",", ":")),
     }
-    content = delete_block_content(keys, partitions, ordering_values, ordering_type, table_version)
-    return encode_block(BlockType.DELETE, header, content)
+    return encode_block(
+        BlockType.DELETE, header, delete_block_content(keys, partitions, ordering, table_version)
+    )
 
 
 ORDERING_WRAPPERS = {  # Hudi's Avro wrapper of an ordering value, by the value's Arrow family
@@ -159,7 +110,7 @@ ORDERING_WRAPPERS = {  # Hudi's Avro wrapper of an ordering value, by the value'
 }
 
 
-def ordering_wrappers(column: pa.ChunkedArray) -> list[tuple[str, dict[str, Any]] | None]:
+def ordering_wrappers(column: pa.ChunkedArray | pa.Array) -> list[OrderingWrapper | None]:
     """Hudi's ordering-value wrapper of each value of ``column`` (None where it is null)."""
     family = arrow_family(column.type)
     wrapper = ORDERING_WRAPPERS.get(family)

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from hoodie.index.java_hash import java_list_hash
+from hoodie.index.java_hash import java_list_hash, java_string_hashes
 
 _BUCKET_FILE_ID = re.compile(r"^(\d{8})-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?:-\d+)?$")
 NBCC_FILE_ID_TAIL = "-0000-0000-0000-000000000000-0"
@@ -185,7 +185,7 @@ def bucket_ids(record_keys: Sequence[str], fields: Sequence[str], num_buckets: i
         raise ValueError(f"the number of buckets must be positive, got {num_buckets}")
     parsed = [i for i, k in enumerate(record_keys) if "," in k and ":" in k]  # complex keys
     whole = record_keys if not parsed else [k for k in record_keys if "," not in k or ":" not in k]
-    list_hashes = np.uint32(31) + _string_hashes(whole)  # List.hashCode of [key]
+    list_hashes = np.uint32(31) + java_string_hashes(whole)  # List.hashCode of [key]
     buckets = (list_hashes & np.uint32(_INT_MAX)).astype(np.int64) % num_buckets
     if not parsed:
         return buckets
@@ -196,30 +196,3 @@ def bucket_ids(record_keys: Sequence[str], fields: Sequence[str], num_buckets: i
     for i in parsed:
         out[i] = bucket_of_hash_keys(hash_keys(record_keys[i], fields), num_buckets)
     return out
-
-
-def _string_hashes(texts: Sequence[str]) -> npt.NDArray[np.uint32]:
-    """``String.hashCode`` of many strings at once, as unsigned 32-bit values.
-
-    Horner's rule (``h = 31 * h + unit``) column by column over the strings of one length at a
-    time; uint32 arithmetic wraps as Java's int does.
-    """
-    units = np.frombuffer("".join(texts).encode("utf-16-le"), dtype="<u2")
-    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
-    if units.size != int(lengths.sum()):  # characters outside the BMP take two code units
-        utf16 = (len(t.encode("utf-16-le")) // 2 for t in texts)
-        lengths = np.fromiter(utf16, dtype=np.int64, count=len(texts))
-    starts = np.cumsum(lengths) - lengths
-    order = np.argsort(lengths, kind="stable")
-    sorted_lengths = lengths[order]
-    bounds = (np.flatnonzero(np.diff(sorted_lengths)) + 1).tolist()
-    hashes = np.zeros(len(texts), dtype=np.uint32)
-    for first, end in zip([0, *bounds], [*bounds, len(texts)], strict=True):
-        width = int(sorted_lengths[first]) if end > first else 0
-        members = order[first:end]
-        block = units[starts[members][:, None] + np.arange(width)].astype(np.uint32)
-        h = np.zeros(len(members), dtype=np.uint32)
-        for column in range(width):
-            h = h * np.uint32(31) + block[:, column]
-        hashes[members] = h
-    return hashes

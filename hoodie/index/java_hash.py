@@ -7,6 +7,9 @@ from __future__ import annotations
 import operator
 from collections.abc import Iterable, Sequence
 
+import numpy as np
+import numpy.typing as npt
+
 _MASK32 = 0xFFFFFFFF
 _POWERS_OF_31: list[int] = [1]
 
@@ -44,3 +47,30 @@ def java_list_hash(items: Sequence[str | None]) -> int:
     for item in items:
         h = (31 * h + (0 if item is None else java_string_hash(item))) & _MASK32
     return _signed32(h)
+
+
+def java_string_hashes(texts: Sequence[str]) -> npt.NDArray[np.uint32]:
+    """``String.hashCode`` of many strings at once, as unsigned 32-bit values.
+
+    Horner's rule (``h = 31 * h + unit``) column by column over the strings of one length at a
+    time; uint32 arithmetic wraps as Java's int does.
+    """
+    units = np.frombuffer("".join(texts).encode("utf-16-le"), dtype="<u2")
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    if units.size != int(lengths.sum()):  # characters outside the BMP take two code units
+        utf16 = (len(t.encode("utf-16-le")) // 2 for t in texts)
+        lengths = np.fromiter(utf16, dtype=np.int64, count=len(texts))
+    starts = np.cumsum(lengths) - lengths
+    order = np.argsort(lengths, kind="stable")
+    sorted_lengths = lengths[order]
+    bounds = (np.flatnonzero(np.diff(sorted_lengths)) + 1).tolist()
+    hashes = np.zeros(len(texts), dtype=np.uint32)
+    for first, end in zip([0, *bounds], [*bounds, len(texts)], strict=True):
+        width = int(sorted_lengths[first]) if end > first else 0
+        members = order[first:end]
+        block = units[starts[members][:, None] + np.arange(width)].astype(np.uint32)
+        h = np.zeros(len(members), dtype=np.uint32)
+        for column in range(width):
+            h = h * np.uint32(31) + block[:, column]
+        hashes[members] = h
+    return hashes

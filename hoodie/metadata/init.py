@@ -109,7 +109,7 @@ def create_metadata_table(data_table: HoodieTable) -> HoodieTable:
 
 
 def _empty_delete_block(instant_time: str, table_version: int) -> bytes:
-    content = delete_block_content([], [], None, None, table_version)
+    content = delete_block_content([], [], None, table_version)
     return encode_block(BlockType.DELETE, {HeaderKey.INSTANT_TIME: instant_time}, content)
 
 

@@ -15,7 +15,7 @@ from functools import lru_cache
 import numpy as np
 import xxhash
 
-from hoodie.index.java_hash import java_string_hash, powers_of_31
+from hoodie.index.java_hash import java_string_hash, java_string_hashes
 
 __all__ = [
     "ALL_PARTITIONS_KEY",
@@ -55,54 +55,15 @@ _HASH_CHUNK = 1 << 16
 
 
 def file_group_indexes(record_keys: Sequence[str], num_file_groups: int) -> np.ndarray:
-    """:func:`file_group_index` of many keys at once (the hash as a dot product over bytes)."""
+    """:func:`file_group_index` of many keys at once."""
     if num_file_groups <= 0:
         raise ValueError(f"a metadata partition needs at least one file group, got {num_file_groups}")
-    if len(record_keys) > _HASH_CHUNK:  # bounds the key matrix's memory
-        parts = [
-            file_group_indexes(record_keys[i : i + _HASH_CHUNK], num_file_groups)
-            for i in range(0, len(record_keys), _HASH_CHUNK)
-        ]
-        return np.concatenate(parts)
     out = np.empty(len(record_keys), dtype=np.int64)
-    joined = "".join(record_keys)
-    if joined.isascii():  # the usual case: one encode for all keys
-        ascii_rows: list[int] | slice = slice(None)
-        count = len(record_keys)
-        lengths = np.fromiter(map(len, record_keys), dtype=np.int64, count=count)
-        data = joined.encode("ascii")
-    else:
-        ascii_rows = [i for i, k in enumerate(record_keys) if k.isascii()]
-        plain = set(ascii_rows)
-        for i, k in enumerate(record_keys):
-            if i not in plain:
-                out[i] = file_group_index(k, num_file_groups)
-        count = len(ascii_rows)
-        lengths = np.fromiter((len(record_keys[i]) for i in ascii_rows), dtype=np.int64, count=count)
-        data = "".join(record_keys[i] for i in ascii_rows).encode("ascii")
-    if count == 0:
-        return out
-    width = int(lengths.max())
-    # Right-aligned code units: leading zeros add nothing, so one power vector serves all rows.
-    matrix = np.zeros((count, width), dtype=np.uint64)
-    flat = np.frombuffer(data, dtype=np.uint8)
-    rows = np.repeat(np.arange(count), lengths)
-    starts = width - lengths
-    cols = (
-        np.arange(len(flat)) - np.repeat(np.cumsum(lengths) - lengths, lengths) + np.repeat(starts, lengths)
-    )
-    matrix[rows, cols] = flat
-    powers = np.array(powers_of_31(width), dtype=np.uint64)
-    # Products stay below 2**39 and sums below 2**47 for keys up to 256 bytes; past that, wrap
-    # each column's contribution to 32 bits first.
-    if width <= 256:
-        h = (matrix * powers).sum(axis=1) & np.uint64(0xFFFFFFFF)
-    else:
-        h = ((matrix * powers) & np.uint64(0xFFFFFFFF)).sum(axis=1, dtype=np.uint64) & np.uint64(0xFFFFFFFF)
-    signed = h.astype(np.int64)
-    signed = np.where(signed >= 1 << 31, signed - (1 << 32), signed)
-    magnitude = np.where(signed == -(1 << 31), signed, np.abs(signed))
-    out[ascii_rows] = np.abs(np.fmod(magnitude, num_file_groups))  # Java's truncating remainder
+    for start in range(0, len(record_keys), _HASH_CHUNK):  # bounds the code-unit matrix's memory
+        h = java_string_hashes(record_keys[start : start + _HASH_CHUNK]).astype(np.int64)
+        signed = np.where(h >= 1 << 31, h - (1 << 32), h)
+        magnitude = np.where(signed == -(1 << 31), signed, np.abs(signed))
+        out[start : start + len(h)] = np.abs(np.fmod(magnitude, num_file_groups))  # truncating, as Java
     return out
 
 

@@ -80,7 +80,7 @@ def hfile_block(
 
 
 def mdt_delete_block(keys: list[str], instant_time: str, table_version: int) -> bytes:
-    content = delete_block_content(sorted(keys), [""] * len(keys), None, None, table_version)
+    content = delete_block_content(sorted(keys), [""] * len(keys), None, table_version)
     header = {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: header_schema_json(table_version)}
     return encode_block(BlockType.DELETE, header, content)
 

@@ -24,7 +24,7 @@ from hoodie.file_group.base_file import BaseFile
 from hoodie.file_group.base_file_writer import BaseFileResult, BloomOptions, write_base_file
 from hoodie.file_group.file_slice import FileSlice
 from hoodie.file_group.log_file import LogFile
-from hoodie.file_group.log_writer import avro_data_block, delete_block, parquet_data_block
+from hoodie.file_group.log_writer import OrderingWrapper, avro_data_block, delete_block, parquet_data_block
 from hoodie.io.fileio import FileIO, join
 from hoodie.merge.buffer import merge_file_group
 from hoodie.merge.config import MergeConfig
@@ -296,7 +296,7 @@ def append_to_log(
     existing_logs: list[LogFile],
     rows: PreparedInput,
     bucket: int,
-    deletes: tuple[list[str], list[str], list[Any] | None, pa.DataType | None] | None,
+    deletes: tuple[list[str], list[str], list[OrderingWrapper | None] | None] | None,
 ) -> WriteStat:
     """A new log file in ``file_slice``'s group holding ``rows`` and the ``deletes``.
 
@@ -330,18 +330,10 @@ def append_to_log(
         ctx.log_records[join(partition, log.name)] = table
     n_deletes = 0
     if deletes is not None and deletes[0]:
-        keys, partitions, ordering, ordering_type = deletes
+        keys, partitions, ordering = deletes
         n_deletes = len(keys)
         blocks.append(
-            delete_block(
-                keys,
-                partitions,
-                ordering,
-                ordering_type,
-                ctx.instant_time,
-                ctx.avro_schema,
-                ctx.table_version,
-            )
+            delete_block(keys, partitions, ordering, ctx.instant_time, ctx.avro_schema, ctx.table_version)
         )
     data = b"".join(blocks)
     path = join(ctx.base_path, partition, log.name)

@@ -26,7 +26,7 @@ from hoodie.config.table_config import TableType
 from hoodie.errors import HoodieError, SchemaError, WriteConflictError
 from hoodie.file_group.base_file_writer import write_partition_metadata
 from hoodie.file_group.file_slice import FileGroupId
-from hoodie.file_group.log_writer import ORDERING_WRAPPERS
+from hoodie.file_group.log_writer import ORDERING_WRAPPERS, OrderingWrapper, ordering_wrappers
 from hoodie.keygen import key_generator_from_properties
 from hoodie.merge.resolve import resolve_merge_config
 from hoodie.merge.vectorized import DeleteEntries, MergeSpec, arrow_family, spec_for
@@ -353,29 +353,30 @@ class HoodieWriter:
             )
         return stats
 
-    def _ordering_values(
-        self, rows: PreparedInput, spec: MergeSpec
-    ) -> tuple[list[Any] | None, pa.DataType | None]:
+    def _ordering_column(self, rows: PreparedInput, spec: MergeSpec) -> pa.ChunkedArray | None:
+        """The ordering values a delete carries (event-time ordering on one field), or None."""
         if not spec.event_time or len(spec.ordering_fields) != 1:
-            return None, None
+            return None
         name = spec.ordering_fields[0]
         if name not in rows.data.column_names or rows.data[name].null_count == rows.num_rows:
-            return None, None
-        return rows.data[name].to_pylist(), rows.data.schema.field(name).type
+            return None
+        return rows.data[name]
 
     def _delete_args(
         self, deletes: PreparedInput | None, spec: MergeSpec
-    ) -> tuple[list[str], list[str], list[Any] | None, pa.DataType | None] | None:
+    ) -> tuple[list[str], list[str], list[OrderingWrapper | None] | None] | None:
         if deletes is None:
             return None
-        values, t = self._ordering_values(deletes, spec)
-        return deletes.keys.to_pylist(), deletes.partitions.to_pylist(), values, t
+        column = self._ordering_column(deletes, spec)
+        wrappers = None if column is None else ordering_wrappers(column)
+        return deletes.keys.to_pylist(), deletes.partitions.to_pylist(), wrappers
 
     def _delete_entries(self, deletes: PreparedInput, spec: MergeSpec) -> DeleteEntries:
-        values, t = self._ordering_values(deletes, spec)
-        if values is None or t is None:
+        column = self._ordering_column(deletes, spec)
+        if column is None:
             return DeleteEntries(deletes.keys, [None] * deletes.num_rows, [None] * deletes.num_rows)
-        wrapper = ORDERING_WRAPPERS.get(arrow_family(t))
+        values = column.to_pylist()
+        wrapper = ORDERING_WRAPPERS.get(arrow_family(column.type))
         return DeleteEntries(deletes.keys, values, [wrapper if v is not None else None for v in values])
 
     # -- commit -------------------------------------------------------------------------------

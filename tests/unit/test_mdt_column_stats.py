@@ -460,7 +460,7 @@ def test_log_stats_order_values_as_java(tmp_path: Path, block_writer: Any) -> No
             block_writer(table, writer, "20250101000000000"),
             block_writer(late, writer, "20250101000000001"),
             rollback_block("20250101000000002", "20250101000000001"),  # the second block never counts
-            delete_block(["k"], [""], None, None, "20250101000000003", writer, 9),
+            delete_block(["k"], [""], None, "20250101000000003", writer, 9),
         ],
     )
     stats = {
@@ -482,7 +482,7 @@ def test_log_stats_order_values_as_java(tmp_path: Path, block_writer: Any) -> No
 
 
 def test_delete_only_log_has_empty_stats(tmp_path: Path) -> None:
-    deletes = delete_block(["k"], [""], None, None, "20250101000000000", add_meta_fields(TEST_SCHEMA), 9)
+    deletes = delete_block(["k"], [""], None, "20250101000000000", add_meta_fields(TEST_SCHEMA), 9)
     fileio, name = _log_file(tmp_path, [deletes])
     for version, value_type in ((9, {"valueType": {"typeOrdinal": 1, "additionalInfo": None}}), (8, {})):
         stats = file_column_stats(fileio, str(tmp_path), "p", name, ["n"], TEST_SCHEMA, table_version=version)
