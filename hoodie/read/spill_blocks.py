@@ -17,13 +17,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from hoodie.errors import CorruptLogBlockError
+from hoodie.errors import CorruptFileError, CorruptLogBlockError
 from hoodie.file_group.log_block import LOG_FORMAT_VERSION, MAGIC, BlockType, LogBlock, decode_header
 from hoodie.file_group.log_reader import iter_blocks
 from hoodie.io.fileio import FileIO
-from hoodie.schema.avro_arrow import decode_avro_records
+from hoodie.schema.avro_arrow import decode_avro_records, frame_records
 
-_I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _HEAD = len(MAGIC) + 8  # magic, then the block length
 SMALL_BLOCK = 8 * 1024 * 1024  # read whole
@@ -122,20 +121,14 @@ class LazyLogs:
             chunk = self.fileio.read_range(path, pos, min(self.window, end - pos)) if pos < end else b""
             pos += len(chunk)
             buf = carry + chunk if carry else chunk
-            starts: list[int] = []
-            lengths: list[int] = []
-            p = 0
-            while p + 4 <= len(buf):
-                (n,) = _I32.unpack_from(buf, p)
-                if n < 0:
-                    raise CorruptLogBlockError(f"{source}: negative Avro record length {n}")
-                if p + 4 + n > len(buf):
-                    break
-                starts.append(p + 4)
-                lengths.append(n)
-                p += 4 + n
+            try:
+                starts, p = frame_records(buf)
+            except CorruptFileError as e:
+                raise CorruptLogBlockError(f"{source}: {e}") from e
             if starts:
-                offsets = np.column_stack([np.array(starts, np.int64), np.array(lengths, np.int64)])
+                begins = np.array(starts, np.int64)
+                lengths = np.append(begins[1:] - 4, p) - begins
+                offsets = np.column_stack([begins, lengths])
                 yield decode_avro_records(buf, offsets, block.schema, schema)
                 seen += len(starts)
             carry = buf[p:]

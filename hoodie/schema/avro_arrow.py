@@ -74,6 +74,7 @@ META_FIELDS: Final[tuple[str, ...]] = (
 AVRO_BLOCK_VERSION: Final = 3
 
 _ENCODE_ROWS = 65536
+_I32 = struct.Struct(">i")
 _HEADER = struct.Struct(">ii")
 _CORRUPT: Final = (EOFError, IndexError, ValueError, OverflowError, struct.error, pa.ArrowException)
 
@@ -364,6 +365,29 @@ def _check_frames(starts: np.ndarray, end: int, size: int) -> tuple[np.ndarray, 
     return starts, ends
 
 
+def frame_records(buf: bytes | memoryview, pos: int = 0, count: int | None = None) -> tuple[list[int], int]:
+    """The records of an Avro block's content from ``pos``, each an ``int32`` big-endian length and
+    that many bytes: the starts of the complete ones (at most ``count``), and where the first record
+    not taken begins (so a record ends 4 bytes before the next one starts)."""
+    unpack = _I32.unpack_from
+    starts: list[int] = []
+    take = starts.append
+    size = len(buf)
+    try:
+        for _ in range(count if count is not None else (size - pos) // 4):
+            n = unpack(buf, pos)[0]  # struct.error past the end
+            end = pos + 4 + n
+            if end > size or n < 0:
+                if n < 0:
+                    raise CorruptFileError(f"negative Avro record length {n} at byte {pos}")
+                break
+            take(pos + 4)
+            pos = end
+    except struct.error:
+        pass
+    return starts, pos
+
+
 def _block_frames(content: bytes | memoryview) -> tuple[np.ndarray, np.ndarray]:
     if len(content) < _HEADER.size:
         raise CorruptFileError(f"Avro block content of {len(content)} bytes has no header")
@@ -372,15 +396,9 @@ def _block_frames(content: bytes | memoryview) -> tuple[np.ndarray, np.ndarray]:
         raise CorruptFileError(f"Avro block content version {version} is not supported (only 3)")
     if count < 0 or count > (len(content) - _HEADER.size) // 4:
         raise CorruptFileError(f"Avro block record count {count} does not fit {len(content)} bytes")
-    unpack = struct.Struct(">i").unpack_from
-    starts = [0] * count
-    pos = _HEADER.size
-    try:
-        for i in range(count):
-            starts[i] = pos + 4
-            pos += 4 + unpack(content, pos)[0]
-    except struct.error as exc:
-        raise CorruptFileError(f"Avro block truncated at byte {pos} of {len(content)}") from exc
+    starts, pos = frame_records(content, _HEADER.size, count)
+    if len(starts) < count:
+        raise CorruptFileError(f"Avro record lengths run past the {len(content)} bytes of the block content")
     return _check_frames(np.array(starts, np.int64), pos, len(content))
 
 
