@@ -52,7 +52,8 @@ class BaseFile:
         m = _BASE_RE.match(name)
         if not m:
             return None
-        return cls(m.group(1), m.group(2), m.group(3), m.group(4), size)
+        file_id, token, commit_time, extension = m.groups()
+        return cls(file_id, token, commit_time, extension, size)
 
     def with_size(self, size: int) -> BaseFile:
         return BaseFile(self.file_id, self.write_token, self.commit_time, self.extension, size)

@@ -98,6 +98,11 @@ class FileGroup:
     def has_slices(self) -> bool:
         return bool(self._keys)
 
+    @property
+    def has_log_files(self) -> bool:
+        """Whether any slice has log files (a cheap test before building the slices)."""
+        return bool(self._logs)
+
     def slices(self) -> list[FileSlice]:
         """All slices, newest base instant first; logs in Hudi's log-file order."""
         out = []

@@ -142,6 +142,8 @@ class FileSystemView:
         }
         self._archived_completion_time = archived_completion_time
         self._listings: dict[str, PartitionListing] = {}
+        self._committed: dict[str, bool] = {}
+        self._completion_times: dict[str, str | None] = {}
         if listings is not None:
             for listing in listings:
                 self._listings[listing.partition_path] = listing
@@ -154,12 +156,24 @@ class FileSystemView:
 
     def is_committed(self, ts: str) -> bool:
         """Whether files written at ``ts`` are visible (completed, or older than the timeline)."""
-        if self.as_of is not None and normalize(ts) > normalize(self.as_of):
-            return False
-        return ts in self._visible or self._before_timeline_start(ts)
+        known = self._committed.get(ts)
+        if known is None:  # asked once per file: the answer per instant is kept
+            if self.as_of is not None and normalize(ts) > normalize(self.as_of):
+                known = False
+            else:
+                known = ts in self._visible or self._before_timeline_start(ts)
+            self._committed[ts] = known
+        return known
 
     def completion_time(self, ts: str) -> str | None:
         """Completion time of a completed write instant (None if pending or unknown)."""
+        if ts in self._completion_times:  # asked once per log file: kept per instant
+            return self._completion_times[ts]
+        found = self._completion_time(ts)
+        self._completion_times[ts] = found
+        return found
+
+    def _completion_time(self, ts: str) -> str | None:
         ct = self._timeline.completion_time(ts)
         if ct is not None:
             return ct

@@ -187,9 +187,13 @@ class ArrowFileIO(FileIO):
 
     @staticmethod
     def _to_info(fi: pafs.FileInfo) -> FileInfo:
-        mtime = fi.mtime_ns // 1_000_000 if fi.mtime_ns is not None else 0
+        mtime_ns = fi.mtime_ns
+        mtime = mtime_ns // 1_000_000 if mtime_ns is not None else 0
+        size = fi.size  # None for directories: cheaper than ``fi.type``, an enum made on every access
+        if size is not None:
+            return FileInfo(fi.path, fi.base_name, int(size), mtime, False)
         is_dir = fi.type == pafs.FileType.Directory
-        return FileInfo(fi.path, fi.base_name, 0 if is_dir else int(fi.size or 0), mtime, is_dir)
+        return FileInfo(fi.path, fi.base_name, 0, mtime, is_dir)
 
     def list_dir(self, path: str) -> list[FileInfo]:
         sel = pafs.FileSelector(path, allow_not_found=True, recursive=False)

@@ -288,6 +288,8 @@ def plan_compaction(
     ops: list[CompactionOperation] = []
     for partition in partitions:
         for group in view.file_groups(partition):
+            if not group.has_log_files:  # most groups: nothing to compact, no slices built
+                continue
             group_id = group.group_id
             if view.is_replaced(group_id) or group_id in busy:
                 continue

@@ -184,7 +184,7 @@ def plan_log_compaction(
     ops: list[CompactionOperation] = []
     for partition in view.partitions():
         for group in view.file_groups(partition):
-            if view.is_replaced(group.group_id) or group.group_id in busy:
+            if not group.has_log_files or view.is_replaced(group.group_id) or group.group_id in busy:
                 continue
             slices = group.slices()
             if not slices or not slices[0].log_files:
