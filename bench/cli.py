@@ -21,7 +21,7 @@ from bench.verify import VerificationError, check_agree, check_ours
 DEFAULT_ROWS = 2_000_000
 UPDATE_FRACTION = 0.10
 #: Targets: ours/floor time, ours/hudi-rs time, ours peak RSS over the merged slice's Arrow size.
-TARGET_VS_FLOOR = 1.5
+TARGET_VS_FLOOR = 1.2  # issue 18: the snapshot read within 1.2x the pyarrow floor (was 1.5x)
 TARGET_VS_HUDI_RS = 1.0
 TARGET_MEMORY = 3.0
 
