@@ -51,7 +51,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     p.add_argument(
         "--only",
-        choices=["read", "compaction", "clustering", "clean", "planning", "metadata", "daemon"],
+        choices=["read", "compaction", "clustering", "clean", "planning", "metadata", "daemon", "scaleout"],
         action="append",
         help="run only these sections (repeatable; default: all)",
     )
@@ -95,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not 0 < updates <= rows:
         raise SystemExit("--updates must be between 1 and --rows")
     started = time.perf_counter()
-    order = ("read", "compaction", "clustering", "clean", "planning", "metadata", "daemon")
+    order = ("read", "compaction", "clustering", "clean", "planning", "metadata", "daemon", "scaleout")
     sections = set(args.only or order)
     print(f"hts benchmarks: {', '.join(s for s in order if s in sections)}")
     if sections & {"read", "compaction"}:
@@ -122,6 +122,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         metadata_section(args)
     if "daemon" in sections:
         daemon_section(args)
+    if "scaleout" in sections:
+        scaleout_section(args)
     print(f"(benchmark wall time {time.perf_counter() - started:.0f}s)")
     return 0
 
@@ -147,6 +149,25 @@ def data_sections(args: argparse.Namespace, sections: set[str], rows: int, updat
     if "compaction" in sections:
         compaction_section(args, data)
     return 0
+
+
+def scaleout_section(args: argparse.Namespace) -> None:
+    from bench import scaleout
+
+    t = scaleout.time_scaleout(args.cache_dir, args.repeat)
+    print(
+        f"\nSpark scale-out: {t.file_groups} file groups ({t.rows:,} rows) on a standalone cluster of one "
+        f"worker, then two (one core each; this machine has {_cpus()} CPU(s) for the driver, the workers "
+        f"and their Python workers), best of {args.repeat}, net of Spark start-up:"
+    )
+    for name, runs in (("compaction", t.compaction), ("clustering", t.clustering)):
+        for workers, times in runs.items():
+            each = " ".join(f"{x:.2f}" for x in times)
+            print(f"  {min(times):7.3f}s best  ({each})  {name}, {workers} worker(s)")
+    for name, runs in (("compaction", t.compaction), ("clustering", t.clustering)):
+        print(
+            f"  {name} time, 2 workers / 1 worker    {min(runs[2]) / min(runs[1]):.2f}x  (no target: 2 cores)"
+        )
 
 
 def daemon_section(args: argparse.Namespace) -> None:

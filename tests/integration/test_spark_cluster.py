@@ -3,21 +3,16 @@ on loopback) produces the same result as ``local[*]``."""
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
-import pyspark
 import pytest
 
+from bench.spark_cluster import spark_env, standalone_cluster
 from hoodie.read.reader import TableReader
 from hoodie.table import HoodieTable
 from hoodie.write.writer import HoodieWriter
@@ -25,91 +20,12 @@ from tests.conftest import hudi_rs_rows
 from tests.tables import new_table
 
 SCHEMA = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("v", pa.float64()), ("p", pa.string())])
-SPARK_HOME = Path(pyspark.__file__).parent
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _spark_env(tmp: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(
-        SPARK_HOME=str(SPARK_HOME),
-        SPARK_LOCAL_IP="127.0.0.1",
-        SPARK_LOCAL_DIRS=str(tmp / "local"),
-        SPARK_WORKER_DIR=str(tmp / "work"),
-        SPARK_LOG_DIR=str(tmp / "logs"),
-        PYSPARK_PYTHON=sys.executable,
-    )
-    return env
 
 
 @pytest.fixture(scope="module")
 def standalone_master(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    tmp = tmp_path_factory.mktemp("spark-cluster")
-    env = _spark_env(tmp)
-    port, ui = _free_port(), _free_port()
-    spark_class = str(SPARK_HOME / "bin" / "spark-class")
-    procs = [
-        subprocess.Popen(
-            [
-                spark_class,
-                "org.apache.spark.deploy.master.Master",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--webui-port",
-                str(ui),
-            ],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-    ]
-    url = f"spark://127.0.0.1:{port}"
-    try:
-        for _ in range(2):
-            procs.append(
-                subprocess.Popen(
-                    [
-                        spark_class,
-                        "org.apache.spark.deploy.worker.Worker",
-                        url,
-                        "--host",
-                        "127.0.0.1",
-                        "--cores",
-                        "1",
-                        "--memory",
-                        "1g",
-                        "--webui-port",
-                        str(_free_port()),
-                    ],
-                    env=env,
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
-                )
-            )
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{ui}/json", timeout=2) as r:
-                    if json.load(r).get("aliveworkers", 0) >= 2:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("the standalone master did not see two workers within 90 s")
-            time.sleep(0.5)
+    with standalone_cluster(tmp_path_factory.mktemp("spark-cluster"), workers=2) as url:
         yield url
-    finally:
-        for p in reversed(procs):
-            p.terminate()
-        for p in procs:
-            p.wait(30)
 
 
 def _table(path: Path) -> None:
@@ -146,7 +62,7 @@ def _run(path: Path, master: str, tmp: Path) -> subprocess.CompletedProcess[str]
         [sys.executable, "-m", "service.cli", "run", "compaction", str(path), "--spark-master", master],
         capture_output=True,
         text=True,
-        env=_spark_env(tmp),
+        env=spark_env(tmp),
         timeout=300,
         check=False,
     )
