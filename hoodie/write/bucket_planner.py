@@ -47,7 +47,6 @@ from hoodie.index.bucket import (
     nbcc_bucket_file_id,
     new_bucket_file_id,
 )
-from hoodie.io.fileio import join
 from hoodie.table import HoodieTable
 from hoodie.write.bucket_info import Bucket
 from hoodie.write.input import PreparedInput
@@ -60,8 +59,6 @@ HASH_FIELD = "hoodie.bucket.index.hash.field"
 CONCURRENCY_MODE = "hoodie.write.concurrency.mode"
 NBCC = "NON_BLOCKING_CONCURRENCY_CONTROL"
 DEFAULT_NUM_BUCKETS = 256  # HoodieIndexConfig.BUCKET_INDEX_NUM_BUCKETS
-CONSISTENT_HASHING_FOLDER = ".hoodie/.bucket_index/consistent_hashing_metadata"
-PARTITION_BUCKET_FOLDER = ".hoodie/.bucket_index/partition_bucket_index_meta"
 SUPPORTED_OPERATIONS = frozenset(
     {WriteOperation.INSERT, WriteOperation.UPSERT, WriteOperation.DELETE, WriteOperation.INSERT_OVERWRITE}
 )
@@ -91,17 +88,12 @@ class BucketLayout:
         operation: WriteOperation,
         partitions: Sequence[str],
     ) -> BucketLayout | None:
-        """The bucket layout of a write to ``partitions`` (``None``: no bucket table); refusals raise."""
-        for folder in (CONSISTENT_HASHING_FOLDER, PARTITION_BUCKET_FOLDER):
-            if table.fileio.exists(join(table.base_path, folder)):
-                kind = "consistent-hashing" if folder == CONSISTENT_HASHING_FOLDER else "partition-level"
-                raise UnsupportedTableError(
-                    f"{table.base_path}: {kind} bucket index table ({folder} exists); "
-                    "hts does not route writes for it"
-                )
+        """The bucket layout of a write to ``partitions`` (``None``: not written with the bucket index);
+        refusals raise. The table's shape was checked first (``hoodie.shape``): it refuses writes to
+        consistent-hashing and partition-level bucket tables, and to a bucket table without the
+        bucket settings."""
         index_type = write_props.get(INDEX_TYPE, "").strip().upper()
         if index_type != "BUCKET":
-            _refuse_if_bucket_table(table, write_props, view, partitions)
             return None
         num_buckets, hash_fields = check_bucket_options(write_props, table.config.record_key_fields)
         # As HoodieSimpleBucketIndex, only the partitions written are loaded.
@@ -257,32 +249,6 @@ def _slices_by_partition(view: Any, partitions: Sequence[str]) -> Iterator[tuple
     first = [p for p in dict.fromkeys(partitions) if p in present]
     for p in [*first, *(p for p in existing if p not in set(first))]:
         yield p, view.latest_file_slices([p])
-
-
-def _refuse_if_bucket_table(
-    table: HoodieTable, write_props: dict[str, str], view: Any, partitions: Sequence[str]
-) -> None:
-    """A write without the bucket options to a table whose every file group has a bucket file id
-    is refused; listing stops at the first file group without one (most tables: the first)."""
-    count = 0
-    top = -1
-    first: FileSlice | None = None
-    for _, found in _slices_by_partition(view, partitions):
-        if any(not is_bucket_file_id(s.file_id) for s in found):
-            return
-        count += len(found)
-        top = max([top, *(bucket_id_from_file_id(s.file_id) for s in found)])
-        first = first or (found[0] if found else None)
-    if first is None:
-        return
-    told = f" (told {INDEX_TYPE}={write_props[INDEX_TYPE]})" if INDEX_TYPE in write_props else ""
-    raise UnsupportedTableError(
-        f"{table.base_path}: simple bucket index table (file group "
-        f"{first.partition_path or '<root>'}/{first.file_id} and all {count} live "
-        f"file groups have bucket file ids){told}; Hudi does not persist the bucket settings, "
-        f"so every writer must be given them: {_options_hint()} (N > {top}, the highest bucket "
-        f"present) [--option {HASH_FIELD}=FIELDS], as the table's other writers are"
-    )
 
 
 def check_bucket_options(

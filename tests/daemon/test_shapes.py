@@ -25,10 +25,11 @@ def test_refused_services_are_shown_and_never_run_while_other_tables_are_served(
     for path in (orders, expr, flink, boot):
         mor_table(path, upserts=2)
     update_table_properties(LocalFileIO(), str(boot / ".hoodie"), {"hoodie.bootstrap.base.path": "/src"})
-    # A Hudi writer of a table with an expression index scheduled a compaction: hts cannot evaluate
-    # the index's expression, so it must not commit what the index would have to follow.
-    expression_index(expr)
+    # A compaction is pending when Hudi's CREATE INDEX adds an expression index (hts's own scheduling
+    # refuses on such a table): hts cannot evaluate the index's expression, so it must not commit
+    # what the index would have to follow.
     expr_pending = request_compaction(expr)
+    expression_index(expr)
     orders_pending = request_compaction(orders)
     expr_before, flink_before = table_hash(expr), table_hash(flink)
     every = {"enabled": True, "interval_s": 0.2}

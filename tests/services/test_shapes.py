@@ -225,6 +225,44 @@ def expression_index(path: Path) -> None:
     _write_props(path, {"hoodie.table.index.defs.path": ".hoodie/.index_defs/index.json"})
 
 
+def metadata_table_of_version_6(path: Path) -> None:
+    """A version-6 table whose properties list a built ``files`` partition (Hudi 0.14/0.15 with
+    ``hoodie.metadata.enable``, its default on Spark)."""
+    _write_props(path, {"hoodie.table.metadata.partitions": "files"})
+
+
+def with_metadata_table(extra_partition: str) -> Callable[[Path], None]:
+    """The base table's writes on a version-8 table with a metadata table, whose properties then
+    list ``extra_partition`` as built (as a later Hudi's indexer would leave a new partition kind)."""
+
+    def build(path: Path) -> None:
+        shutil.rmtree(path)
+        writer = HoodieWriter(new_table(path, version=TableVersion.EIGHT))
+        writer.insert(rows(range(12), 1))
+        writer.upsert(rows(range(0, 12, 2), 2))
+        built = HoodieTable.open(str(path)).config.metadata_partitions
+        _write_props(path, {"hoodie.table.metadata.partitions": ",".join([*built, extra_partition])})
+
+    return build
+
+
+def unreadable_schema(path: Path) -> None:
+    """The last write's commit schema declares ``v`` a long while the files hold strings (a change
+    outside Hudi's type promotions, ``HoodieAvroUtils``)."""
+    table = HoodieTable.open(str(path))
+    timeline = table.reload()
+    last = timeline.completed().writes().last()
+    assert last is not None
+    file = Path(timeline.path_of(last.file_name(table.paths.layout)))
+    meta = json.loads(file.read_text())
+    schema = json.loads(meta["extraMetadata"]["schema"])
+    for f in schema["fields"]:
+        if f["name"] == "v":
+            f["type"] = ["null", "long"]
+    meta["extraMetadata"]["schema"] = json.dumps(schema)
+    file.write_text(json.dumps(meta))
+
+
 def open_refused(updates: dict[str, str]) -> Callable[[Path], None]:
     def build(path: Path) -> None:
         _write_props(path, updates)
@@ -249,6 +287,11 @@ CASES = [
         evidence="bucket form",
     ),
     Case(Shape.NBCC, bucket_table(NBCC_OPTIONS, TableVersion.EIGHT), NBCC_OPTIONS, evidence="NBCC form"),
+    Case(
+        Shape.BUCKET_SETTINGS_MISSING,
+        bucket_table(BUCKET_OPTIONS, TableVersion.SIX),
+        evidence="hoodie.index.type not given",
+    ),
     Case(Shape.CONSISTENT_HASHING, consistent_hashing, evidence=".hashing_meta"),
     Case(Shape.PARTITION_BUCKET, partition_bucket, evidence=".hashing_config"),
     Case(
@@ -259,6 +302,17 @@ CASES = [
     ),
     Case(Shape.SCHEMA_ON_READ, schema_on_read, evidence=".schemacommit"),
     Case(Shape.EXPRESSION_INDEX, expression_index, evidence="expr_index_day"),
+    Case(
+        Shape.METADATA_TABLE_VERSION,
+        metadata_table_of_version_6,
+        evidence="hoodie.table.version=6, hoodie.table.metadata.partitions=files",
+    ),
+    Case(
+        Shape.METADATA_PARTITION,
+        with_metadata_table("vector_index_embedding"),
+        evidence="vector_index_embedding in hoodie.table.metadata.partitions=files,",
+    ),
+    Case(Shape.UNREADABLE_SCHEMA, unreadable_schema, evidence="v: string -> int64"),
     Case(
         Shape.BOOTSTRAP,
         open_refused({"hoodie.bootstrap.base.path": "/src"}),
@@ -297,6 +351,17 @@ CASES = [
     ),
     Case(
         Shape.LOG_FILE_FORMAT, open_refused({"hoodie.table.log.file.format": "PARQUET"}), evidence="PARQUET"
+    ),
+    # A key no table version hts implements persists (census section 20: refuse unknown properties).
+    Case(
+        Shape.UNKNOWN_PROPERTY,
+        open_refused({"hoodie.table.storage.layout": "LSM_TREE"}),
+        evidence="hoodie.table.storage.layout=LSM_TREE",
+    ),
+    Case(
+        Shape.UNIMPLEMENTED_PROPERTY,
+        open_refused({"hoodie.partition.metafile.use.base.format": "true"}),
+        evidence="hoodie.partition.metafile.use.base.format=true",
     ),
 ]
 
@@ -373,8 +438,13 @@ def test_shape_matrix(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[
         assert _hudi_rs_keys(path) == model
 
 
+TESTED_ALONE = {Shape.SECONDARY_INDEX}
+"""Shapes tested on a table Apache Hudi wrote (test_an_unmaintained_secondary_index_refuses_writes_only):
+a built secondary index cannot be made from the base table."""
+
+
 def test_every_shape_of_the_census_is_in_the_matrix_and_tested() -> None:
-    tested = {c.shape for c in CASES}
+    tested = {c.shape for c in CASES} | TESTED_ALONE
     informational = {s for s, row in MATRIX.items() if not row}
     # Shapes handled everywhere are shown in TableShape but need no refusal test; NBCC's bucket rules
     # are the simple bucket's.
@@ -414,7 +484,14 @@ def test_latest_schema_in_commit_metadata_marks_schema_on_read(tmp_path: Path) -
     assert last is not None
     completed = next((path / ".hoodie").glob(f"{last.requested_time}.deltacommit"))
     meta = json.loads(completed.read_text())
-    meta["extraMetadata"]["latest_schema"] = '{"max_column_id":3,"version_id":1,"type":"record","fields":[]}'
+    fields = [
+        {"id": i, "name": name, "optional": True, "type": kind}
+        for i, (name, kind) in enumerate([("id", "string"), ("ts", "long"), ("v", "string"), ("p", "string")])
+    ]
+    version = int(last.requested_time)
+    meta["extraMetadata"]["latest_schema"] = json.dumps(
+        {"max_column_id": 3, "version-id": version, "type": "record", "fields": fields}
+    )
     completed.write_text(json.dumps(meta))
     shape = HoodieTable.open(str(path)).shape()
     assert shape.has(Shape.SCHEMA_ON_READ)
@@ -628,3 +705,29 @@ def test_a_write_checks_the_shape_again_when_it_commits(tmp_path: Path) -> None:
     table = HoodieTable.open(str(path))
     assert not table.reload().pending().writes()  # the failed write cleaned up after itself
     assert TableReader(table).snapshot().num_rows == before
+
+
+def test_an_unmaintained_secondary_index_refuses_writes_only(
+    table_copy: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A secondary index Hudi built on a column hts keeps no index for (a decimal): writes, which
+    must update it, are refused naming it; services, which keep secondary keys, are not."""
+    path = table_copy("sample_table/mor/avro/v9_txns_simple_meta")
+    defs = path / ".hoodie" / ".index_defs" / "index.json"
+    defs.write_text(
+        defs.read_text().replace('"sourceFields" : [ "txn_date" ]', '"sourceFields" : [ "amount" ]')
+    )
+    shape = HoodieTable.open(str(path)).shape()
+    found = shape.feature(Shape.SECONDARY_INDEX)
+    assert found is not None and "secondary_index_txn_date_idx in hoodie.table.metadata.partitions" in (
+        found.evidence
+    )
+    assert shape.refusal("compaction") is None and shape.refusal("clustering") is None
+    data = path.parent / "in.parquet"
+    pq.write_table(TableReader(HoodieTable.open(str(path))).snapshot().slice(0, 1), data)
+    before = table_hash(path)
+    assert main(["write", str(path), "--input", str(data), "--operation", "upsert"]) != 0
+    err = capsys.readouterr().err
+    assert "unmaintained secondary index table" in err and "is on 'amount'" in err, err
+    assert "write (upsert) is refused" in err
+    assert table_hash(path) == before
