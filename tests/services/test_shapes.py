@@ -21,6 +21,7 @@ import pytest
 
 from hoodie.config.table_config import TableType, TableVersion, update_table_properties
 from hoodie.errors import UnsupportedShapeError, UnsupportedTableError
+from hoodie.file_group.file_slice import FileGroupId
 from hoodie.index.bucket import bucket_id_str
 from hoodie.io.fileio import LocalFileIO
 from hoodie.read.reader import TableReader
@@ -731,3 +732,58 @@ def test_an_unmaintained_secondary_index_refuses_writes_only(
     assert "unmaintained secondary index table" in err and "is on 'amount'" in err, err
     assert "write (upsert) is refused" in err
     assert table_hash(path) == before
+
+
+class ListingFileIO(LocalFileIO):
+    """The local filesystem, recording every folder listed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.listed: list[str] = []
+
+    def list_dir(self, path: str) -> Any:
+        self.listed.append(path)
+        return super().list_dir(path)
+
+
+def test_a_bucket_verdict_is_rechecked_from_the_new_writes_only(tmp_path: Path) -> None:
+    """A bucket table's verdict is carried over a new write by reading its write stats: no partition
+    is listed again; a file group without the bucket form (added as a writer without the bucket
+    index would) ends it."""
+    path = tmp_path / "t"
+    path.mkdir()
+    bucket_table(BUCKET_OPTIONS, TableVersion.EIGHT)(path)
+    fileio = ListingFileIO()
+    table = HoodieTable(fileio, str(path), HoodieTable.open(str(path)).config)
+    first = table.shape()
+    assert first.has(Shape.SIMPLE_BUCKET) and first.bucket is not None
+    partitions = {str(path / f"p{i}") for i in range(8)}
+    assert partitions & set(fileio.listed)  # the first verdict lists the file groups
+
+    HoodieWriter(HoodieTable.open(str(path)), write_props=BUCKET_OPTIONS).upsert(
+        rows(range(40, 46), 5, partitions=6)
+    )
+    table.reload()
+    fileio.listed.clear()
+    second = table.shape()
+    assert second is not first and second.has(Shape.SIMPLE_BUCKET) and second.bucket is not None
+    assert second.bucket.covered > first.bucket.covered
+    assert not partitions & set(fileio.listed)
+
+    result = HoodieWriter(HoodieTable.open(str(path)), write_props=BUCKET_OPTIONS).upsert(
+        rows([7], 6, partitions=8)
+    )
+    (stat,) = [s for s in result.write_stats if s.partition_path == "p7"]
+    assert stat.file_id is not None
+    old, new = stat.file_id, "abcdefgh" + stat.file_id[8:]
+    for p in sorted(path.rglob("*")):
+        if p.is_file() and ".hoodie" in p.relative_to(path).parts:
+            p.write_bytes(p.read_bytes().replace(old.encode(), new.encode()))
+        elif p.is_file() and old in p.name:
+            p.rename(p.with_name(p.name.replace(old, new)))
+    table.reload()
+    fileio.listed.clear()
+    third = table.shape()
+    assert not third.has(Shape.SIMPLE_BUCKET) and third.refusal("clustering") is None
+    assert third.not_bucket_witness == FileGroupId("p7", new)
+    assert not partitions & set(fileio.listed)
