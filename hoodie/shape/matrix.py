@@ -77,7 +77,13 @@ _BUCKET_CLUSTERING = (
 )
 _BUCKET_WRITE = (
     "HoodieSimpleBucketLayout.SUPPORTED_OPERATIONS has insert, upsert, delete and insert_overwrite only; "
-    "hts's writer routes those by bucket (hoodie.write.bucket_planner) and refuses the others"
+    "hts's writer routes those (and bulk_insert, as Hudi's bucket bulk insert writers) by bucket "
+    "(hoodie.write.bucket_planner) and refuses the others"
+)
+_NBCC_BULK_INSERT = (
+    "under non-blocking concurrency control Hudi's bucket bulk insert writes base files under each "
+    "bucket's fixed NBCC file id (BucketBulkInsertDataInternalWriterHelper.getNextBucketFileId); "
+    "hts does not write them"
 )
 _NBCC_OVERWRITE = (
     "Hudi rejects insert_overwrite under non-blocking concurrency control (the bucket partitioners "
@@ -209,15 +215,15 @@ MATRIX: Mapping[Shape, Mapping[str, str]] = MappingProxyType(
         # operation is handled; clustering and log compaction commit with operation types the CDC
         # extractor skips (HoodieCDCExtractor keeps only WriteOperationType.yieldChanges).
         Shape.CDC: {},
-        # Writes are routed by bucket (hoodie.write.bucket_planner, which also refuses a bucket table
-        # written without its bucket options, naming a file id and the keys to pass).
+        # Writes are routed by bucket (hoodie.write.bucket_planner, which also refuses bulk_insert into a
+        # bucket that has a file group; written without its bucket options, the table is the
+        # undeclared simple bucket index below).
         Shape.SIMPLE_BUCKET: {
-            f"{WRITE}:bulk_insert": _BUCKET_WRITE,
             f"{WRITE}:insert_overwrite_table": _BUCKET_WRITE,
             "clustering": _BUCKET_CLUSTERING,
         },
         Shape.NBCC: {
-            f"{WRITE}:bulk_insert": _BUCKET_WRITE,
+            f"{WRITE}:bulk_insert": _NBCC_BULK_INSERT,
             f"{WRITE}:insert_overwrite": _NBCC_OVERWRITE,
             f"{WRITE}:insert_overwrite_table": _BUCKET_WRITE,
             "clustering": _BUCKET_CLUSTERING,

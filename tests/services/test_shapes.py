@@ -367,8 +367,13 @@ CASES = [
 ]
 
 
-WRITES = {"upsert": (range(6, 18), 3), "bulk_insert": (range(100, 106), 3), "delete": (range(10, 14), 4)}
-"""The writes the matrix runs: operation -> (ids, ordering value)."""
+WRITES = {
+    "upsert": (range(6, 18), 3, 3),
+    "bulk_insert": (range(103, 109), 3, 100),
+    "delete": (range(10, 14), 4, 3),
+}
+"""The writes the matrix runs: operation -> (ids, ordering value, partitions). The bulk insert goes to
+new partitions (p3..p8): on a bucket table, Hudi's bulk insert starts a file group per bucket."""
 
 
 def _invocations(op: str, path: Path, tmp: Path, options: dict[str, str]) -> list[list[str]]:
@@ -377,9 +382,9 @@ def _invocations(op: str, path: Path, tmp: Path, options: dict[str, str]) -> lis
         return [["read", str(path), "--out", str(tmp / "out.parquet")]]
     if op == "write":
         out = []
-        for w, (ids, ts) in WRITES.items():
+        for w, (ids, ts, partitions) in WRITES.items():
             data = tmp / f"{w}.parquet"
-            pq.write_table(rows(ids, ts), data)
+            pq.write_table(rows(ids, ts, partitions=partitions), data)
             out.append(["write", str(path), "--input", str(data), "--operation", w, *opts])
         return out
     return [["run", op, str(path), "--spark-master", "in-process", *opts]]
@@ -428,7 +433,7 @@ def test_shape_matrix(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[
                 continue
             assert code == 0, (op, write_op, err)
             if write_op is not None:
-                ids, ts = WRITES[write_op]
+                ids, ts, _ = WRITES[write_op]
                 for i in ids:
                     if write_op == "delete":
                         model.pop(f"k{i}", None)
@@ -516,7 +521,9 @@ def test_declared_index_options(tmp_path: Path) -> None:
     assert consistent.has(Shape.CONSISTENT_HASHING)
     bucket = TableShape.declared("t", {"hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": "4"})
     assert bucket.has(Shape.SIMPLE_BUCKET) and bucket.refusal("write", "insert") is None
-    assert bucket.refusal("write", "bulk_insert") is not None and bucket.refusal("clustering") is not None
+    assert bucket.refusal("write", "bulk_insert") is None
+    assert bucket.refusal("write", "insert_overwrite_table") is not None
+    assert bucket.refusal("clustering") is not None
 
 
 def test_cli_create_with_a_declared_bucket_index(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -531,7 +538,7 @@ def test_cli_create_with_a_declared_bucket_index(tmp_path: Path, capsys: pytest.
         return main([*argv, "--record-key", "id", *bucket])
 
     refused = tmp_path / "refused"
-    assert create(refused, "bulk_insert") != 0
+    assert create(refused, "insert_overwrite_table") != 0
     assert "simple bucket index" in capsys.readouterr().err
     assert not refused.exists()
 
