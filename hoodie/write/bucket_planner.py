@@ -16,9 +16,11 @@ partition's file groups. The operations are ``HoodieSimpleBucketLayout.SUPPORTED
 (insert, upsert, delete, insert_overwrite) and bulk_insert; insert_overwrite_table is refused.
 
 bulk_insert, as Hudi's bucket bulk insert writers (``BucketBulkInsertDataInternalWriterHelper`` for
-rows, ``RDDSimpleBucketBulkInsertPartitioner`` for records): one new file group
-``{bucket:08d}<uuid rest>-0`` per bucket written, with a base file of its records (sorted as the
-bulk insert sort mode says). A bucket that already has a file group in its partition is refused:
+rows, ``RDDSimpleBucketBulkInsertPartitioner`` for records): one new file group per bucket written,
+with a base file of its records (sorted as the bulk insert sort mode says). Its id is the record
+writer's ``{bucket:08d}<uuid rest>-0`` (``FSUtils.createNewFileId(prefix, 0)``, as hts's inserts);
+the row writer names it by the bare prefix ``{bucket:08d}<uuid rest>``; Hudi reads either
+(``BucketIdentifier.bucketIdFromFileId`` takes the first 8 characters). A bucket that already has a file group in its partition is refused:
 there the row writer (Spark's default) starts a second file group of the bucket, which Hudi's
 simple bucket index then refuses to load, while the record writer appends to the existing one;
 which of the two a table's writers use is not on storage.
