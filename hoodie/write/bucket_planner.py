@@ -20,10 +20,10 @@ rows, ``RDDSimpleBucketBulkInsertPartitioner`` for records): one new file group 
 with a base file of its records (sorted as the bulk insert sort mode says). Its id is the record
 writer's ``{bucket:08d}<uuid rest>-0`` (``FSUtils.createNewFileId(prefix, 0)``, as hts's inserts);
 the row writer names it by the bare prefix ``{bucket:08d}<uuid rest>``; Hudi reads either
-(``BucketIdentifier.bucketIdFromFileId`` takes the first 8 characters). A bucket that already has a file group in its partition is refused:
-there the row writer (Spark's default) starts a second file group of the bucket, which Hudi's
-simple bucket index then refuses to load, while the record writer appends to the existing one;
-which of the two a table's writers use is not on storage.
+(``BucketIdentifier.bucketIdFromFileId`` takes the first 8 characters). A bucket that already has
+a file group in its partition is refused: there the row writer (Spark's default) starts a second
+file group of the bucket, which Hudi's simple bucket index then refuses to load, while the record
+writer appends to the existing one; which of the two a table's writers use is not on storage.
 
 Refused before anything is written, naming the evidence: a bucket count below a bucket present,
 two file groups of one bucket in a partition, file groups without the bucket form, the
