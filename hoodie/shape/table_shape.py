@@ -15,8 +15,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from hoodie.config.table_config import TableKeys
-from hoodie.errors import UnsupportedShapeError
+from hoodie.config.table_config import RecordMergeMode, TableKeys
+from hoodie.errors import InvalidTableConfigError, UnsupportedShapeError, UnsupportedTableError
 from hoodie.file_group.file_slice import FileGroupId
 from hoodie.index.bucket import bucket_id_from_file_id, is_bucket_file_id, is_nbcc_bucket_file_id
 from hoodie.io.fileio import join
@@ -322,6 +322,47 @@ def metadata_features(table: HoodieTable, *, expression: bool = False) -> list[S
     return out
 
 
+def _merge_and_keys(table: HoodieTable) -> list[ShapeFeature]:
+    """How the table merges records and generates keys, where hts does not (or not everywhere)."""
+    from hoodie.keygen import key_generator_from_properties
+    from hoodie.merge.resolve import resolve_merge_config
+
+    config = table.config
+    out = []
+    try:
+        key_generator_from_properties(config.props)
+    except (UnsupportedTableError, InvalidTableConfigError) as e:
+        named = [
+            f"{k.key}={config.get(k)}"
+            for k in (TableKeys.KEYGEN_CLASS, TableKeys.KEYGEN_TYPE)
+            if config.get(k)
+        ]
+        out.append(ShapeFeature(Shape.KEY_GENERATOR, f"{', '.join(named) or 'key generator'}: {e}"))
+    stored = [
+        f"{k.key}={config.get(k)}"
+        for k in (
+            TableKeys.MERGE_MODE,
+            TableKeys.PAYLOAD_CLASS,
+            TableKeys.LEGACY_PAYLOAD_CLASS,
+            TableKeys.MERGE_STRATEGY_ID,
+        )
+        if config.get(k)
+    ]
+    try:
+        merge = resolve_merge_config(config)
+    except UnsupportedTableError as e:
+        why = str(e).split(" (supported", 1)[0]
+        return [*out, ShapeFeature(Shape.UNSUPPORTED_MERGE, f"{', '.join(stored)}: {why}")]
+    if merge.mode is RecordMergeMode.CUSTOM:
+        out.append(ShapeFeature(Shape.CUSTOM_MERGE, f"{', '.join(stored)} (merge mode CUSTOM)"))
+    elif merge.mode is RecordMergeMode.EVENT_TIME_ORDERING and len(merge.ordering_fields) > 1:
+        names = (TableKeys.ORDERING_FIELDS.key, *TableKeys.ORDERING_FIELDS.alternatives)
+        key = next((k for k in names if k in config.props), names[0])
+        fields = ",".join(merge.ordering_fields)
+        out.append(ShapeFeature(Shape.MULTI_FIELD_ORDERING, f"{key}={fields}"))
+    return out
+
+
 def _unreadable_schema(table: HoodieTable) -> ShapeFeature | None:
     from hoodie.read.reader import unreadable_schemas
 
@@ -374,6 +415,7 @@ def detect(
                 Shape.PARTIAL_UPDATES, f"{TableKeys.PARTIAL_UPDATE_MODE.key}={config.partial_update_mode}"
             )
         )
+    features += _merge_and_keys(table)
     if not config.populate_meta_fields:
         features.append(ShapeFeature(Shape.VIRTUAL_KEYS, f"{TableKeys.POPULATE_META_FIELDS.key}=false"))
     if table.has_metadata_table:
