@@ -1,12 +1,17 @@
 """A table's shape, computed from storage (and the options an operator declares), and its checks.
 
 Storage tells most shapes (census: ``docs/table-shapes.md``): ``hoodie.properties`` (already parsed
-into :class:`~hoodie.config.table_config.TableConfig`), the file ids of the latest file groups,
-``.hoodie/.bucket_index/...``, ``.hoodie/.schema/``, the latest commit's extra metadata, index
-definitions and the timeline. Hudi does not persist the index type (``HoodieIndexConfig``: no table
-property), so a table written with the Flink-state index, or a bucket index without file groups yet,
-is known only from the options the operator passes (``--option`` on the CLI, a table's ``options``
-in the daemon's settings), with Hudi's own keys. No data file is read and no log block is scanned.
+into :class:`~hoodie.config.table_config.TableConfig`, which refuses unknown keys on open), the
+file ids of the latest file groups (re-checked from new writes' write stats only),
+``.hoodie/.bucket_index/...``, ``.hoodie/.schema/``, the commits' extra metadata (``latest_schema``;
+the commit schemas, for changes outside Hudi's type promotions), the metadata partitions and
+index definitions, and the timeline. The rules of the metadata partitions hts keeps and of the
+schemas it reads are asked of their owners (:mod:`hoodie.metadata.sync`, :mod:`hoodie.read.reader`),
+as are the key generator and merge resolution (:mod:`hoodie.keygen`, :mod:`hoodie.merge.resolve`).
+Hudi does not persist the index type (``HoodieIndexConfig``: no table property), so a table written
+with the Flink-state index, or a bucket index without file groups yet, is known only from the
+options the operator passes (``--option`` on the CLI, a table's ``options`` in the daemon's
+settings), with Hudi's own keys. No data file is read and no log block is scanned.
 """
 
 from __future__ import annotations
