@@ -53,6 +53,7 @@ class Shape(StrEnum):
     UNSUPPORTED_MERGE = "unsupported record merging"
     CUSTOM_MERGE = "custom merge mode"
     MULTI_FIELD_ORDERING = "multi-field ordering"
+    VERSION_6 = "version-6"
     # refused when the table is opened
     BOOTSTRAP = "bootstrapped"
     TABLE_FORMAT = "non-native table format"
@@ -175,6 +176,10 @@ _UNSUPPORTED_MERGE = (
     "(HoodieRecordPayload, HoodieRecordMerger); hts implements Hudi's built-in ones only (and "
     "mergers registered with hoodie.merge.mergers.register_record_merger)"
 )
+_VERSION_6_INDEXING = (
+    "indexing builds metadata-table partitions, and hts builds and keeps metadata tables of table "
+    "versions 8 and 9 only (Hudi 0.14/0.15 write version 6's); upgrade the table with Apache Hudi first"
+)
 _OPEN_REASONS: dict[Shape, str] = {
     Shape.BOOTSTRAP: (
         "Hudi stitches skeleton files with the external source files (HoodieFileGroupReader bootstrap "
@@ -292,6 +297,7 @@ MATRIX: Mapping[Shape, Mapping[str, str]] = MappingProxyType(
         Shape.UNSUPPORTED_MERGE: dict.fromkeys(_READS_EVERY_COLUMN, _UNSUPPORTED_MERGE),
         Shape.CUSTOM_MERGE: {"logcompaction": _LOG_COMPACTION_MERGE},
         Shape.MULTI_FIELD_ORDERING: {"logcompaction": _LOG_COMPACTION_MERGE},
+        Shape.VERSION_6: {"indexing": _VERSION_6_INDEXING},
         **{shape: {op: reason for op in OPERATIONS} for shape, reason in _OPEN_REASONS.items()},
     }
 )

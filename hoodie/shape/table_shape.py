@@ -445,4 +445,6 @@ def detect(
     if log_compactions:
         first = log_compactions.instants[0].requested_time
         features.append(ShapeFeature(Shape.LOG_COMPACTED, f"{first}.logcompaction"))
+    if table.table_version < 8:  # named last: every other shape's refusal of indexing comes first
+        features.append(ShapeFeature(Shape.VERSION_6, f"{TableKeys.VERSION.key}={int(table.table_version)}"))
     return TableShape(table.base_path, tuple(features), witness, last_undo, bucket)

@@ -303,6 +303,7 @@ CASES = [
     ),
     Case(Shape.SCHEMA_ON_READ, schema_on_read, evidence=".schemacommit"),
     Case(Shape.EXPRESSION_INDEX, expression_index, evidence="expr_index_day"),
+    Case(Shape.VERSION_6, lambda _p: None, evidence="hoodie.table.version=6"),
     Case(
         Shape.METADATA_TABLE_VERSION,
         metadata_table_of_version_6,
