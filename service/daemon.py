@@ -296,7 +296,7 @@ class Daemon(RunLoop):
                 decision=why,
             )
         if leads:
-            self._policies(entry)
+            self._policies(entry, refused)
 
     def refused(self, entry: TableEntry) -> dict[str, str]:
         """Service -> why the table's shape (``hoodie.shape``) refuses it; never scheduled or executed."""
@@ -312,9 +312,9 @@ class Daemon(RunLoop):
             log.debug("shape of %s not computed: %s", entry.id, e, **tags(table=entry.id))
             return {}
 
-    def _policies(self, entry: TableEntry) -> None:
+    def _policies(self, entry: TableEntry, refused: dict[str, str]) -> None:
+        """Submit the policy checks that are due; ``refused``: the tick's :meth:`refused` (computed once)."""
         now = time.monotonic()
-        refused = self.refused(entry)
         for service, policy in entry.config.policies.items():
             if not policy.enabled or service in refused:
                 continue

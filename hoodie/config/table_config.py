@@ -102,8 +102,10 @@ class TableKeys:
     HIVE_STYLE_PARTITIONING = ConfigKey("hoodie.datasource.write.hive_style_partitioning", "false")
     URL_ENCODE_PARTITIONING = ConfigKey("hoodie.datasource.write.partitionpath.urlencode", "false")
     DROP_PARTITION_COLUMNS = ConfigKey("hoodie.datasource.write.drop.partition.columns", "false")
-    BASE_FILE_FORMAT = ConfigKey("hoodie.table.base.file.format", "PARQUET")
-    LOG_FILE_FORMAT = ConfigKey("hoodie.table.log.file.format", "HOODIE_LOG")
+    BASE_FILE_FORMAT = ConfigKey("hoodie.table.base.file.format", "PARQUET", ("hoodie.table.ro.file.format",))
+    LOG_FILE_FORMAT = ConfigKey(
+        "hoodie.table.log.file.format", "HOODIE_LOG", ("hoodie.table.rt.file.format",)
+    )
     POPULATE_META_FIELDS = ConfigKey("hoodie.populate.meta.fields", "true")
     TIMELINE_TIMEZONE = ConfigKey("hoodie.table.timeline.timezone", "LOCAL")
     CREATE_SCHEMA = ConfigKey("hoodie.table.create.schema")
@@ -124,6 +126,69 @@ class TableKeys:
     BOOTSTRAP_BASE_PATH = ConfigKey("hoodie.bootstrap.base.path")
     MULTIPLE_BASE_FILE_FORMATS = ConfigKey("hoodie.table.multiple.base.file.formats.enable", "false")
     CHECKSUM = ConfigKey("hoodie.table.checksum")
+    # Bootstrap index settings: they matter only with hoodie.bootstrap.base.path (refused).
+    BOOTSTRAP_INDEX_ENABLE = ConfigKey("hoodie.bootstrap.index.enable", "true")
+    BOOTSTRAP_INDEX_CLASS = ConfigKey("hoodie.bootstrap.index.class")
+    BOOTSTRAP_INDEX_TYPE = ConfigKey("hoodie.bootstrap.index.type")
+    # Known, and refused when set (hts does not implement them): see _UNIMPLEMENTED.
+    PARTITION_METAFILE_USE_BASE_FORMAT = ConfigKey("hoodie.partition.metafile.use.base.format", "false")
+    SECONDARY_INDEXES_METADATA = ConfigKey("hoodie.table.secondary.indexes.metadata")
+    TABLE_MERGE_PROPERTIES = ConfigKey("hoodie.table.merge.properties")
+
+
+def _known_keys() -> frozenset[str]:
+    """Every key Hudi persists in ``hoodie.properties`` for table versions 6, 8 and 9 that hts knows:
+    ``HoodieTableConfig``'s config properties (with their alternatives) and ``PERSISTED_CONFIG_LIST``
+    (the timestamp key generator's settings, under their current and DeltaStreamer names). The merge
+    properties (``RECORD_MERGE_PROPERTY_PREFIX``) are known by their prefix."""
+    from hoodie.keygen import timestamp as ts
+
+    keys = {
+        name
+        for value in vars(TableKeys).values()
+        if isinstance(value, ConfigKey)
+        for name in (value.key, *value.alternatives)
+    }
+    suffixes = (
+        ts.TIMESTAMP_TYPE,
+        ts.SCALAR_TIME_UNIT,
+        ts.INPUT_DATE_FORMAT,
+        ts.INPUT_DATE_FORMAT_DELIMITER,
+        ts.INPUT_TIMEZONE,
+        ts.OUTPUT_DATE_FORMAT,
+        ts.OUTPUT_TIMEZONE,
+        ts.TIMEZONE,
+    )
+    keys |= {prefix + suffix for prefix in (ts.PREFIX, ts.LEGACY_PREFIX) for suffix in suffixes}
+    keys |= {ts.DATE_TIME_PARSER_KEY, ts.DATE_TIME_PARSER_KEY.replace("hoodie.", "hoodie.deltastreamer.", 1)}
+    return frozenset(keys)
+
+
+_KNOWN_KEYS = _known_keys()
+
+
+def _unimplemented(config: TableConfig) -> str | None:
+    """``key=value`` of a known key whose value makes Hudi's writers write what hts does not."""
+    if _bool(config.get(TableKeys.PARTITION_METAFILE_USE_BASE_FORMAT)):
+        # HoodiePartitionMetadata writes .hoodie_partition_metadata.parquet (or .orc) then; hts
+        # writes the properties-file form only.
+        return f"{TableKeys.PARTITION_METAFILE_USE_BASE_FORMAT.key}=true"
+    for key in (TableKeys.SECONDARY_INDEXES_METADATA, TableKeys.TABLE_MERGE_PROPERTIES):
+        # The 0.13 secondary-index metadata (RFC-52), kept current by its own index writer; and the
+        # merge properties as one key (1.1 development builds; released 1.1 persists them under
+        # hoodie.record.merge.property.*, which hts reads).
+        value = config.get(key)
+        if value:
+            return f"{key.key}={value}"
+    return None
+
+
+def _unknown(props: Mapping[str, str]) -> str | None:
+    """``key=value`` of the first key (in sorted order) that hts does not know."""
+    for key in sorted(props):
+        if key not in _KNOWN_KEYS and not key.startswith(TableKeys.MERGE_PROPERTY_PREFIX):
+            return f"{key}={props[key]}"
+    return None
 
 
 def _split_fields(value: str | None) -> tuple[str, ...]:
@@ -304,6 +369,14 @@ class TableConfig:
                 raise refuse_on_open(
                     source, Shape.VIRTUAL_KEYS_KEYGEN, f"{TableKeys.POPULATE_META_FIELDS.key}=false, {keygen}"
                 )
+        if metadata_table:
+            return
+        unimplemented = _unimplemented(self)
+        if unimplemented is not None:
+            raise refuse_on_open(source, Shape.UNIMPLEMENTED_PROPERTY, unimplemented)
+        unknown = _unknown(self.props)
+        if unknown is not None:
+            raise refuse_on_open(source, Shape.UNKNOWN_PROPERTY, unknown)
 
     # -- accessors ----------------------------------------------------------------------------
     def get(self, key: ConfigKey) -> str | None:

@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 
 from hoodie.alloc import gc_paused
 from hoodie.bloom import BLOOM_FILTER_FOOTER_KEY, BLOOM_TYPE_FOOTER_KEY
-from hoodie.errors import UnsupportedTableError
+from hoodie.errors import UnsupportedShapeError, UnsupportedTableError
 from hoodie.file_group.base_file import BaseFile
 from hoodie.file_group.view import FileSystemView
 from hoodie.io.fileio import join
@@ -103,32 +103,38 @@ def has_metadata_table(table: HoodieTable) -> bool:
     return table.has_metadata_table and bool(enabled_partitions(table))
 
 
-def require_supported_metadata(table: HoodieTable, what: str, *, secondary_ok: bool = False) -> None:
-    """Refuse (naming why) a change hts cannot reflect in this table's metadata table."""
-    if not has_metadata_table(table):
-        return
-    if table.table_version < 8:
-        raise UnsupportedTableError(
-            f"{table.base_path}: table version {table.table_version} has a metadata table; hts maintains "
-            f"metadata tables of table versions 8 and 9 only, so {what} is refused. Nothing was written."
-        )
-    for partition in enabled_partitions(table):
+def unmaintained_partitions(table: HoodieTable, partitions: list[str]) -> list[tuple[str, str | None]]:
+    """The ``partitions`` of the metadata table hts cannot keep current, each with why for a secondary
+    index it cannot maintain (None: a partition kind it does not maintain at all). ``hoodie.shape``
+    names them as the table's shape."""
+    from hoodie.metadata.secondary import secondary_indexes
+
+    out: list[tuple[str, str | None]] = []
+    for partition in partitions:
         if partition in SUPPORTED_PARTITIONS:
             continue
         if partition.startswith(MetadataPartition.SECONDARY_PREFIX):
-            if secondary_ok:
-                continue
-            from hoodie.metadata.secondary import secondary_indexes
-
             try:
                 secondary_indexes(table, [partition])
             except UnsupportedTableError as e:
-                raise UnsupportedTableError(f"{e}; {what} is refused. Nothing was written.") from e
+                out.append((partition, str(e).removeprefix(f"{table.base_path}: ")))
             continue
-        raise UnsupportedTableError(
-            f"{table.base_path}: metadata partition {partition!r} cannot be maintained by hts for {what}; "
-            "refused so that the index does not go stale. Nothing was written."
-        )
+        out.append((partition, None))
+    return out
+
+
+def require_supported_metadata(table: HoodieTable, what: str, *, secondary_ok: bool = False) -> None:
+    """Refuse (naming the shape, ``hoodie.shape``) a commit hts cannot reflect in this table's metadata
+    table: the commit's re-check of what the shape refused before anything was written, as the
+    properties are now (an indexer may have added a partition meanwhile)."""
+    from hoodie.shape.matrix import WRITE, Shape, cell
+    from hoodie.shape.table_shape import metadata_features
+
+    for found in metadata_features(table, expression=True):
+        if secondary_ok and found.shape is Shape.SECONDARY_INDEX:
+            continue
+        reason = cell(found.shape, WRITE) or found.shape.value
+        raise UnsupportedShapeError(table.base_path, found.shape.value, found.evidence, what, reason)
 
 
 def _file_name(stat: WriteStat) -> str:

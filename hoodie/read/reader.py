@@ -91,7 +91,11 @@ def schema_on_read(
     history = SchemaHistory.load(
         table.fileio, table.paths.meta, [i.requested_time for i in writes], latest_schemas
     )
-    assert history is not None  # the query version itself is one
+    if history is None:  # the query version itself should be one
+        raise SchemaError(
+            f"{table.base_path}: {LATEST_SCHEMA_KEY} in the commit metadata, but no schema version "
+            "of the table's history could be read from it"
+        )
     return SchemaOnRead(history, parse_internal_schema(query_text, f"{table.base_path}: {LATEST_SCHEMA_KEY}"))
 
 
@@ -117,27 +121,20 @@ def _unreadable(table: HoodieTable, tl: ActiveTimeline) -> tuple[list[str], str]
     return problems, "the commits' schema"
 
 
-def require_readable_schemas(table: HoodieTable, what: str, timeline: ActiveTimeline | None = None) -> None:
-    """Refuse, before anything is written, a table holding files that cannot be read with its
-    latest schema as Hudi reads them: a type change outside the promotions hts implements
-    between a version of a schema-on-read table and the query version, or (otherwise) between
-    the schema of a completed write and the latest one. ``what`` names the refused operation."""
-    tl = timeline or table.timeline
-    writes = tl.completed().writes()
+def unreadable_schemas(table: HoodieTable, timeline: ActiveTimeline) -> tuple[list[str], str]:
+    """What makes files of ``table`` unreadable with its latest schema as Hudi reads them, and where
+    that was seen: a type change outside the promotions hts implements between a version of a
+    schema-on-read table and the query version, or (otherwise) between the schema of a completed
+    write and the latest one. The table's shape (``hoodie.shape``) refuses on it."""
+    writes = timeline.completed().writes()
     key = (table.base_path, tuple((i.requested_time, i.completion_time) for i in writes))
     found = _READABILITY.get(key)
     if found is None:
-        found = _unreadable(table, tl)
+        found = _unreadable(table, timeline)
         if len(_READABILITY) >= 256:
             _READABILITY.clear()
         _READABILITY[key] = found
-    problems, evidence = found
-    if problems:
-        listed = "; ".join(problems[:10]) + ("; ..." if len(problems) > 10 else "")
-        raise SchemaError(
-            f"{table.base_path}: {what} refused: an evolved schema hts cannot read as Hudi does "
-            f"({evidence}): {listed}"
-        )
+    return found
 
 
 class TableReader:

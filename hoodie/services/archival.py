@@ -478,7 +478,7 @@ def schedule_archival(
     Nothing is written either way. The returned ``instant_time`` is the newest instant to archive
     (the bound :func:`execute_archival` takes), or None for a dry run.
     """
-    ctx.require_supported_metadata("archival")
+    ctx.check_shape("archival")
     table = ctx.table
     with locked(ctx.table_lock, ctx.lock_timeout_s):
         plan = plan_archival(table, policy, table.reload())
@@ -527,7 +527,7 @@ def execute_archival(
 
     Everything happens under the table lock, on a timeline read after taking it.
     """
-    ctx.require_supported_metadata("archival")
+    ctx.check_shape("archival")
     table = ctx.table
     policy = policy or ArchivalPolicy.from_options(ctx.options)
     with ctx.transaction() as txn:

@@ -172,15 +172,6 @@ class ServiceContext:
         """Refuse ``service`` when the table's shape (:mod:`hoodie.shape`) says so, before any write."""
         self.table.shape(self.options).check(service)
 
-    def require_supported_metadata(self, service: str) -> None:
-        """Refuse, before anything is written, a table whose metadata table hts cannot keep current."""
-        from hoodie.metadata.sync import require_supported_metadata
-        from hoodie.read.reader import require_readable_schemas
-
-        require_supported_metadata(self.table, service, secondary_ok=True)
-        if spec_of(service).reads_every_column:
-            require_readable_schemas(self.table, service)
-
     def sync_metadata(self, timeline: ActiveTimeline, instant: Instant, payload: bytes) -> None:
         """Update the metadata table for ``instant`` (lock held; before the instant completes)."""
         from hoodie.metadata.sync import sync_metadata_table

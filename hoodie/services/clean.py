@@ -107,7 +107,7 @@ def schedule_clean(
     defaults to false): run the pending one first.
     """
     table = ctx.table
-    ctx.require_supported_metadata("clean")
+    ctx.check_shape("clean")
     with locked(ctx.table_lock, ctx.lock_timeout_s):
         timeline = table.reload()
         pending = timeline.pending().actions(Action.CLEAN)
@@ -202,7 +202,7 @@ def _delete_partition(table: HoodieTable, partition: str) -> bool:
 def execute_clean(ctx: ServiceContext, instant_time: str, runner: Runner) -> ExecutionResult:
     """Run a requested (or interrupted inflight) clean plan to completion."""
     table = ctx.table
-    ctx.require_supported_metadata("clean")
+    ctx.check_shape("clean")
     started = time.monotonic()
     plan = clean_plan(table, instant_time, require_pending(ctx, instant_time, Action.CLEAN, "clean"))
     with claim_instant(ctx, instant_time, Action.CLEAN, "clean") as claim:

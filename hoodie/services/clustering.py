@@ -451,7 +451,7 @@ def schedule_clustering(
 ) -> Scheduled | None:
     """Plan and, unless ``dry_run``, write the requested clustering; None if there is nothing to do."""
     table = ctx.table
-    ctx.require_supported_metadata("clustering")
+    ctx.check_shape("clustering")
     with locked(ctx.table_lock, ctx.lock_timeout_s):
         timeline = table.reload()
         reason = trigger_reason(table, timeline, policy)

@@ -339,7 +339,7 @@ def _drop_unreferenced(table: HoodieTable, instant_time: str, stats: Sequence[Wr
 def execute_clustering(ctx: ServiceContext, instant_time: str, runner: Runner) -> ExecutionResult:
     """Run a requested (or abandoned inflight) clustering plan to completion."""
     table = ctx.table
-    ctx.require_supported_metadata("clustering")
+    ctx.check_shape("clustering")
     found = require_pending(ctx, instant_time, Action.REPLACE_COMMIT, "clustering")
     pending = found.get(instant_time, Action.REPLACE_COMMIT)
     assert pending is not None

@@ -306,7 +306,7 @@ def schedule_compaction(
 ) -> Scheduled | None:
     """Plan and, unless ``dry_run``, write ``T.compaction.requested``; None if nothing to do."""
     table = ctx.table
-    ctx.require_supported_metadata("compaction")
+    ctx.check_shape("compaction")
     with locked(ctx.table_lock, ctx.lock_timeout_s):
         timeline = table.reload()
         reason = trigger_reason(table, timeline, policy, now_ms or time.time_ns() // 1_000_000)
@@ -493,7 +493,7 @@ def compact_file_group(task: Task) -> TaskResult:
 def execute_compaction(ctx: ServiceContext, instant_time: str, runner: Runner) -> ExecutionResult:
     """Run a requested (or abandoned inflight) compaction plan to completion."""
     table = ctx.table
-    ctx.require_supported_metadata("compaction")
+    ctx.check_shape("compaction")
     plan = table.compaction_plan(
         instant_time, require_pending(ctx, instant_time, Action.COMPACTION, "compaction")
     )

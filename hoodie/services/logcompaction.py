@@ -215,7 +215,7 @@ def schedule_log_compaction(
 ) -> Scheduled | None:
     """Plan and, unless ``dry_run``, write ``T.logcompaction.requested``; None if nothing to do."""
     table = ctx.table
-    ctx.require_supported_metadata(SERVICE)
+    ctx.check_shape(SERVICE)
     require_log_compactable(table)
     if not policy.enabled:
         log.info("%s: log compaction not scheduled: %s=false", table.base_path, ENABLE_KEY)
@@ -472,7 +472,7 @@ def interleaved_writes(
 def execute_log_compaction(ctx: ServiceContext, instant_time: str, runner: Runner) -> ExecutionResult:
     """Run a requested log-compaction plan to completion; roll back an abandoned inflight one."""
     table = ctx.table
-    ctx.require_supported_metadata(SERVICE)
+    ctx.check_shape(SERVICE)
     require_log_compactable(table)
     plan = table.compaction_plan(
         instant_time, require_pending(ctx, instant_time, Action.LOG_COMPACTION, "log compaction")

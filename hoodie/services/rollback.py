@@ -112,7 +112,7 @@ def schedule_rollback(
     back the deltacommit of a data instant being rolled back, whatever came after it.
     """
     table = ctx.table
-    ctx.require_supported_metadata("rollback")
+    ctx.check_shape("rollback")
     with locked(ctx.table_lock, ctx.lock_timeout_s):
         tl = table.reload()
         instant = tl.get(instant_time, action)

@@ -17,7 +17,7 @@ from enum import StrEnum
 from types import MappingProxyType
 
 from hoodie.errors import UnsupportedShapeError
-from hoodie.services.registry import ALL, ServiceKind
+from hoodie.services.registry import ALL, SPECS, ServiceKind
 
 READ = "read"
 WRITE = "write"
@@ -44,6 +44,16 @@ class Shape(StrEnum):
     TIMELINE_TIMEZONE = "timeline time zone"
     LOG_COMPACTED = "log-compacted"
     VIRTUAL_KEYS = "virtual keys"
+    BUCKET_SETTINGS_MISSING = "undeclared simple bucket index"
+    METADATA_TABLE_VERSION = "metadata-indexed version-6"
+    METADATA_PARTITION = "unmaintained metadata partition"
+    SECONDARY_INDEX = "unmaintained secondary index"
+    UNREADABLE_SCHEMA = "unreadable evolved schema"
+    KEY_GENERATOR = "unsupported key generator"
+    UNSUPPORTED_MERGE = "unsupported record merging"
+    CUSTOM_MERGE = "custom merge mode"
+    MULTI_FIELD_ORDERING = "multi-field ordering"
+    VERSION_6 = "version-6"
     # refused when the table is opened
     BOOTSTRAP = "bootstrapped"
     TABLE_FORMAT = "non-native table format"
@@ -53,6 +63,8 @@ class Shape(StrEnum):
     VIRTUAL_KEYS_KEYGEN = "virtual keys with a key generator that cannot rebuild keys"
     TABLE_VERSION = "unsupported table version"
     LOG_FILE_FORMAT = "unsupported log file format"
+    UNKNOWN_PROPERTY = "unknown property"
+    UNIMPLEMENTED_PROPERTY = "unimplemented property"
 
 
 # -- reasons ----------------------------------------------------------------------------------
@@ -70,7 +82,13 @@ _BUCKET_CLUSTERING = (
 )
 _BUCKET_WRITE = (
     "HoodieSimpleBucketLayout.SUPPORTED_OPERATIONS has insert, upsert, delete and insert_overwrite only; "
-    "hts's writer routes those by bucket (hoodie.write.bucket_planner) and refuses the others"
+    "hts's writer routes those (and bulk_insert, as Hudi's bucket bulk insert writers) by bucket "
+    "(hoodie.write.bucket_planner) and refuses the others"
+)
+_NBCC_BULK_INSERT = (
+    "under non-blocking concurrency control Hudi's bucket bulk insert writes base files under each "
+    "bucket's fixed NBCC file id (BucketBulkInsertDataInternalWriterHelper.getNextBucketFileId); "
+    "hts does not write them"
 )
 _NBCC_OVERWRITE = (
     "Hudi rejects insert_overwrite under non-blocking concurrency control (the bucket partitioners "
@@ -116,6 +134,52 @@ _EXPRESSION_INDEX = (
     "(HoodieTableMetadataUtil, expr_index_ partitions); hts cannot evaluate Spark expressions, so it "
     "does not commit anything the index would have to follow"
 )
+_BUCKET_SETTINGS_MISSING = (
+    "Hudi does not persist the bucket settings (HoodieIndexConfig: no table property), so every writer "
+    "must be given them to route keys by BucketIdentifier: pass --option hoodie.index.type=BUCKET "
+    "--option hoodie.bucket.index.num.buckets=N (N above the highest bucket present) "
+    "[--option hoodie.bucket.index.hash.field=FIELDS], as the table's other writers are"
+)
+_METADATA_TABLE_VERSION = (
+    "every commit is mirrored into the metadata table in the same transaction "
+    "(HoodieBackedTableMetadataWriter); hts writes metadata tables of table versions 8 and 9 only, "
+    "so it commits nothing the version-6 metadata table would miss"
+)
+_METADATA_PARTITION = (
+    "every commit updates each built metadata partition (HoodieTableMetadataUtil); hts maintains files, "
+    "column_stats, partition_stats, record_index, bloom_filters and secondary indexes only, and an index "
+    "it did not update would go stale"
+)
+_SECONDARY_INDEX = (
+    "a write updates every secondary index with the keys it changes (SecondaryIndexRecordGenerationUtils); "
+    "hts keeps single-column identity indexes on string, int, long, double and boolean columns only"
+)
+_UNREADABLE_SCHEMA = (
+    "Hudi reads older files with the latest schema through its type promotions "
+    "(HoodieAvroUtils.rewriteRecordWithNewSchema, InternalSchemaMerger); hts does not implement this change, "
+    "so it would read (or rewrite) the values wrongly"
+)
+_LOG_COMPACTION_META_FIELDS = (
+    "hts's log compaction keeps each record's _hoodie_commit_time from the meta fields, which a table "
+    "without meta fields does not have"
+)
+_LOG_COMPACTION_MERGE = (
+    "hts's log compaction merges with the vectorized commit-time and event-time merge only "
+    "(one ordering field, full records); Hudi merges these with the table's payload or merger"
+)
+_KEY_GENERATOR = (
+    "Hudi's writers generate record keys and partition paths with this key generator (KeyGenerator); "
+    "hts does not implement it"
+)
+_UNSUPPORTED_MERGE = (
+    "Hudi merges two versions of a key with the table's payload class or record merger "
+    "(HoodieRecordPayload, HoodieRecordMerger); hts implements Hudi's built-in ones only (and "
+    "mergers registered with hoodie.merge.mergers.register_record_merger)"
+)
+_VERSION_6_INDEXING = (
+    "indexing builds metadata-table partitions, and hts builds and keeps metadata tables of table "
+    "versions 8 and 9 only (Hudi 0.14/0.15 write version 6's); upgrade the table with Apache Hudi first"
+)
 _OPEN_REASONS: dict[Shape, str] = {
     Shape.BOOTSTRAP: (
         "Hudi stitches skeleton files with the external source files (HoodieFileGroupReader bootstrap "
@@ -143,23 +207,33 @@ _OPEN_REASONS: dict[Shape, str] = {
         "HoodieLSMTreeLayout); upgrade or downgrade the table with Apache Hudi first"
     ),
     Shape.LOG_FILE_FORMAT: "hts reads and writes HOODIE_LOG log files only",
+    Shape.UNKNOWN_PROPERTY: (
+        "hts knows the keys Hudi persists in hoodie.properties for table versions 6, 8 and 9 "
+        "(HoodieTableConfig, its PERSISTED_CONFIG_LIST and the merge properties); a key from a later "
+        "release or a plugin may change what every writer and service must write"
+    ),
+    Shape.UNIMPLEMENTED_PROPERTY: (
+        "Hudi's writers act on this key (HoodieTableConfig), and hts does not implement it"
+    ),
 }
 
-_EXPR_REFUSED = {
-    op: _EXPRESSION_INDEX
-    for op in (
-        WRITE,
-        "compaction",
-        "logcompaction",
-        "clustering",
-        "clean",
-        "archival",  # bounded by, and checked against, the metadata table (hoodie.services.archival)
-        "indexing",
-        "rollback",
-        "restore",
-        "metadata",
-    )
-}
+_COMMITTING = (
+    WRITE,
+    "compaction",
+    "logcompaction",
+    "clustering",
+    "clean",
+    "archival",
+    "indexing",
+    "rollback",
+    "restore",
+    "metadata",
+)
+"""The operations that commit to the data table (and so to its metadata table)."""
+_READS_EVERY_COLUMN = (READ, WRITE, *(s.kind.value for s in SPECS.values() if s.reads_every_column))
+
+# Archival too: it is bounded by, and checked against, the metadata table (hoodie.services.archival).
+_EXPR_REFUSED = dict.fromkeys(_COMMITTING, _EXPRESSION_INDEX)
 
 MATRIX: Mapping[Shape, Mapping[str, str]] = MappingProxyType(
     {
@@ -167,15 +241,15 @@ MATRIX: Mapping[Shape, Mapping[str, str]] = MappingProxyType(
         # operation is handled; clustering and log compaction commit with operation types the CDC
         # extractor skips (HoodieCDCExtractor keeps only WriteOperationType.yieldChanges).
         Shape.CDC: {},
-        # Writes are routed by bucket (hoodie.write.bucket_planner, which also refuses a bucket table
-        # written without its bucket options, naming a file id and the keys to pass).
+        # Writes are routed by bucket (hoodie.write.bucket_planner, which also refuses bulk_insert into a
+        # bucket that has a file group; written without its bucket options, the table is the
+        # undeclared simple bucket index below).
         Shape.SIMPLE_BUCKET: {
-            f"{WRITE}:bulk_insert": _BUCKET_WRITE,
             f"{WRITE}:insert_overwrite_table": _BUCKET_WRITE,
             "clustering": _BUCKET_CLUSTERING,
         },
         Shape.NBCC: {
-            f"{WRITE}:bulk_insert": _BUCKET_WRITE,
+            f"{WRITE}:bulk_insert": _NBCC_BULK_INSERT,
             f"{WRITE}:insert_overwrite": _NBCC_OVERWRITE,
             f"{WRITE}:insert_overwrite_table": _BUCKET_WRITE,
             "clustering": _BUCKET_CLUSTERING,
@@ -197,13 +271,33 @@ MATRIX: Mapping[Shape, Mapping[str, str]] = MappingProxyType(
         # (hoodie.read.reader.schema_on_read, as InternalSchemaCache / InternalSchemaMerger), and
         # writes record latest_schema and the .schemacommit history as saveInternalSchema does.
         Shape.SCHEMA_ON_READ: {"indexing": _SCHEMA_ON_READ_INDEXING},
-        Shape.PARTIAL_UPDATES: {},
+        # Partial rows merge onto the previous version in reads and compaction (hoodie.merge.records).
+        Shape.PARTIAL_UPDATES: {"logcompaction": _LOG_COMPACTION_MERGE},
         Shape.EXPRESSION_INDEX: _EXPR_REFUSED,
         Shape.METADATA_TABLE: {},
         Shape.SAVEPOINTS: {},
         Shape.TIMELINE_TIMEZONE: {},
         Shape.LOG_COMPACTED: {},
-        Shape.VIRTUAL_KEYS: {},
+        Shape.VIRTUAL_KEYS: {"logcompaction": _LOG_COMPACTION_META_FIELDS},
+        # hoodie.write.bucket_planner routes writes given the settings; without them nothing is written.
+        Shape.BUCKET_SETTINGS_MISSING: {WRITE: _BUCKET_SETTINGS_MISSING, "clustering": _BUCKET_CLUSTERING},
+        # Every operation that commits to the data table (savepoints are not mirrored into the
+        # metadata table: its own cleaner reads the data table's savepoints).
+        Shape.METADATA_TABLE_VERSION: dict.fromkeys(_COMMITTING, _METADATA_TABLE_VERSION),
+        Shape.METADATA_PARTITION: dict.fromkeys(_COMMITTING, _METADATA_PARTITION),
+        # Table services move records without changing their secondary keys (the index maps
+        # secondary key -> record key): only writes must update it.
+        Shape.SECONDARY_INDEX: {WRITE: _SECONDARY_INDEX},
+        # Reading is refused too: the values would be read wrongly. Services that move records
+        # without rewriting them (clean, archival, rollback, restore, savepoint) are handled.
+        Shape.UNREADABLE_SCHEMA: dict.fromkeys(_READS_EVERY_COLUMN, _UNREADABLE_SCHEMA),
+        # Keys are generated by writes only: services and reads take them from the meta fields.
+        Shape.KEY_GENERATOR: {WRITE: _KEY_GENERATOR},
+        # Whatever merges two versions of a key: reads, writes and the services that rewrite records.
+        Shape.UNSUPPORTED_MERGE: dict.fromkeys(_READS_EVERY_COLUMN, _UNSUPPORTED_MERGE),
+        Shape.CUSTOM_MERGE: {"logcompaction": _LOG_COMPACTION_MERGE},
+        Shape.MULTI_FIELD_ORDERING: {"logcompaction": _LOG_COMPACTION_MERGE},
+        Shape.VERSION_6: {"indexing": _VERSION_6_INDEXING},
         **{shape: {op: reason for op in OPERATIONS} for shape, reason in _OPEN_REASONS.items()},
     }
 )

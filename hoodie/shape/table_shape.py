@@ -1,12 +1,17 @@
 """A table's shape, computed from storage (and the options an operator declares), and its checks.
 
 Storage tells most shapes (census: ``docs/table-shapes.md``): ``hoodie.properties`` (already parsed
-into :class:`~hoodie.config.table_config.TableConfig`), the file ids of the latest file groups,
-``.hoodie/.bucket_index/...``, ``.hoodie/.schema/``, the latest commit's extra metadata, index
-definitions and the timeline. Hudi does not persist the index type (``HoodieIndexConfig``: no table
-property), so a table written with the Flink-state index, or a bucket index without file groups yet,
-is known only from the options the operator passes (``--option`` on the CLI, a table's ``options``
-in the daemon's settings), with Hudi's own keys. No data file is read and no log block is scanned.
+into :class:`~hoodie.config.table_config.TableConfig`, which refuses unknown keys on open), the
+file ids of the latest file groups (re-checked from new writes' write stats only),
+``.hoodie/.bucket_index/...``, ``.hoodie/.schema/``, the commits' extra metadata (``latest_schema``;
+the commit schemas, for changes outside Hudi's type promotions), the metadata partitions and
+index definitions, and the timeline. The rules of the metadata partitions hts keeps and of the
+schemas it reads are asked of their owners (:mod:`hoodie.metadata.sync`, :mod:`hoodie.read.reader`),
+as are the key generator and merge resolution (:mod:`hoodie.keygen`, :mod:`hoodie.merge.resolve`).
+Hudi does not persist the index type (``HoodieIndexConfig``: no table property), so a table written
+with the Flink-state index, or a bucket index without file groups yet, is known only from the
+options the operator passes (``--option`` on the CLI, a table's ``options`` in the daemon's
+settings), with Hudi's own keys. No data file is read and no log block is scanned.
 """
 
 from __future__ import annotations
@@ -15,10 +20,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from hoodie.config.table_config import TableKeys
-from hoodie.errors import UnsupportedShapeError
+from hoodie.config.table_config import RecordMergeMode, TableKeys
+from hoodie.errors import InvalidTableConfigError, UnsupportedShapeError, UnsupportedTableError
 from hoodie.file_group.file_slice import FileGroupId
-from hoodie.index.bucket import is_bucket_file_id, is_nbcc_bucket_file_id
+from hoodie.index.bucket import bucket_id_from_file_id, is_bucket_file_id, is_nbcc_bucket_file_id
 from hoodie.io.fileio import join
 from hoodie.shape.matrix import SERVICE_OPERATIONS, WRITE, Shape, cell
 from hoodie.timeline.instant import Action
@@ -64,6 +69,8 @@ class TableShape:
     """A latest file group whose id lacks the bucket form: while it stays (not replaced, nothing
     rolled back or restored since) the table is no bucket table, without listing it again."""
     last_undo: str | None = field(default=None, compare=False, repr=False)
+    bucket: BucketVerdict | None = field(default=None, compare=False, repr=False)
+    """For a bucket table: the verdict and the writes it covers (re-checked from newer writes only)."""
 
     def feature(self, shape: Shape) -> ShapeFeature | None:
         return next((f for f in self.features if f.shape is shape), None)
@@ -165,43 +172,93 @@ def _bucket_features(table: HoodieTable) -> list[ShapeFeature]:
     if not table.fileio.exists(folder):
         return []
     out = []
-    meta = _first_file(table, join(folder, CONSISTENT_HASHING_FOLDER), HASHING_META_SUFFIX)
-    if meta is not None:
-        out.append(ShapeFeature(Shape.CONSISTENT_HASHING, meta))
+    # A consistent-hashing writer creates the folder before its first .hashing_meta
+    # (ConsistentBucketIndexUtils.loadOrCreateMetadata): the folder alone is the shape.
+    hashing_folder = join(folder, CONSISTENT_HASHING_FOLDER)
+    if table.fileio.exists(hashing_folder):
+        meta = _first_file(table, hashing_folder, HASHING_META_SUFFIX)
+        evidence = meta or f"{hashing_folder} exists, with no {HASHING_META_SUFFIX} file yet"
+        out.append(ShapeFeature(Shape.CONSISTENT_HASHING, evidence))
     partition_folder = join(folder, PARTITION_BUCKET_FOLDER)
     # PartitionBucketIndexUtils.isPartitionSimpleBucketIndex: the folder exists.
     if table.fileio.exists(partition_folder):
         config = _first_file(table, partition_folder, HASHING_CONFIG_SUFFIX)
-        out.append(ShapeFeature(Shape.PARTITION_BUCKET, config or partition_folder))
+        evidence = config or f"{partition_folder} exists, with no {HASHING_CONFIG_SUFFIX} file yet"
+        out.append(ShapeFeature(Shape.PARTITION_BUCKET, evidence))
     return out
 
 
-def _file_id_features(
-    table: HoodieTable, view: FileSystemView | None
-) -> tuple[list[ShapeFeature], FileGroupId | None]:
+@dataclass(frozen=True, slots=True)
+class BucketVerdict:
+    """A table whose every latest file group id has the bucket form, and the completed writes whose
+    file ids that was checked against: a later check reads only the write stats of newer writes
+    (a file group is added only by a write, and replacing or cleaning one keeps the rest)."""
+
+    example: str
+    top: int
+    nbcc: bool
+    covered: frozenset[str]
+
+    def features(self) -> list[ShapeFeature]:
+        form = (
+            f"every latest file group id has the bucket form (up to bucket {self.top}), e.g. {self.example}"
+        )
+        out = [ShapeFeature(Shape.SIMPLE_BUCKET, form)]
+        if self.nbcc:  # named first: the more specific shape
+            fixed = f"every latest file group id has the fixed NBCC form, e.g. {self.example}"
+            out.insert(0, ShapeFeature(Shape.NBCC, fixed))
+        return out
+
+
+def _listed_verdict(
+    table: HoodieTable, view: FileSystemView | None, covered: frozenset[str]
+) -> tuple[FileGroupId | None, BucketVerdict | None]:
     """Simple bucket (and NBCC) tables, from the ids of the latest file groups: all must have the
-    form. Also returns a file group without it (the witness that the table is no bucket table).
+    form. Otherwise a file group without it (the witness that the table is no bucket table).
     ``view`` is the caller's view of the current timeline (its listings are reused)."""
     slices = (view or table.file_system_view(timeline=table.timeline)).latest_file_slices()
     ids = sorted({(s.partition_path, s.file_id) for s in slices})
     witness = next((FileGroupId(p, f) for p, f in ids if not is_bucket_file_id(f)), None)
     if not ids or witness is not None:
-        return [], witness
+        return witness, None
     partition, fid = ids[0]
     example = f"{partition}/{fid}" if partition else fid
-    out = [
-        ShapeFeature(
-            Shape.SIMPLE_BUCKET, f"all {len(ids)} file group ids have the bucket form, e.g. {example}"
-        )
-    ]
-    if all(is_nbcc_bucket_file_id(f) for _, f in ids):  # named first: the more specific shape
-        out.insert(
-            0,
-            ShapeFeature(
-                Shape.NBCC, f"all {len(ids)} file group ids have the fixed NBCC form, e.g. {example}"
-            ),
-        )
-    return out, None
+    top = max(bucket_id_from_file_id(f) for _, f in ids)
+    return None, BucketVerdict(example, top, all(is_nbcc_bucket_file_id(f) for _, f in ids), covered)
+
+
+def _extended_verdict(
+    table: HoodieTable, verdict: BucketVerdict, covered: frozenset[str]
+) -> tuple[FileGroupId | None, BucketVerdict | None]:
+    """``verdict`` carried over the writes completed since: only their write stats are read."""
+    top, nbcc = verdict.top, verdict.nbcc
+    for instant in table.timeline.completed().writes():
+        if instant.requested_time in verdict.covered:
+            continue
+        metadata = table.commit_metadata(instant)
+        for partition, stats in (metadata.partition_to_write_stats or {}).items():
+            for stat in stats or ():
+                fid = stat.file_id or ""
+                if not is_bucket_file_id(fid):
+                    return FileGroupId(partition, fid), None
+                top = max(top, bucket_id_from_file_id(fid))
+                nbcc = nbcc and is_nbcc_bucket_file_id(fid)
+    return None, BucketVerdict(verdict.example, top, nbcc, covered)
+
+
+def _bucket_verdict(
+    table: HoodieTable, previous: TableShape | None, last_undo: str | None, view: FileSystemView | None
+) -> tuple[FileGroupId | None, BucketVerdict | None]:
+    """The bucket verdict (or the witness against it), from ``previous`` where it still holds: a
+    rollback or restore since (which removes file groups' files) makes the file groups be listed."""
+    covered = frozenset(i.requested_time for i in table.timeline.completed().writes())
+    if previous is not None and previous.last_undo == last_undo:
+        witness = previous.not_bucket_witness
+        if witness is not None and witness not in table.replaced_file_groups(table.timeline):
+            return witness, None
+        if previous.bucket is not None:
+            return _extended_verdict(table, previous.bucket, covered)
+    return _listed_verdict(table, view, covered)
 
 
 def _last_undo(table: HoodieTable) -> str | None:
@@ -238,6 +295,89 @@ def _expression_index(table: HoodieTable) -> ShapeFeature | None:
     return None
 
 
+def metadata_features(table: HoodieTable, *, expression: bool = False) -> list[ShapeFeature]:
+    """The metadata table's partitions hts cannot keep current on a commit (the commit of a service
+    or a write re-checks these, :func:`hoodie.metadata.sync.sync_metadata_table`); expression-index
+    partitions too if ``expression`` (the shape names those with the index definitions)."""
+    from hoodie.metadata.sync import enabled_partitions, unmaintained_partitions
+
+    if not table.has_metadata_table:
+        return []
+    partitions = enabled_partitions(table)
+    if not partitions:
+        return []
+    config = table.config
+    if table.table_version < 8:
+        listed = f"{TableKeys.METADATA_PARTITIONS.key}={','.join(partitions)}"
+        version = f"{TableKeys.VERSION.key}={int(table.table_version)}"
+        return [ShapeFeature(Shape.METADATA_TABLE_VERSION, f"{version}, {listed}")]
+    out = []
+    for partition, why in unmaintained_partitions(table, partitions):
+        key = TableKeys.METADATA_PARTITIONS
+        if partition not in config.metadata_partitions:
+            key = TableKeys.METADATA_PARTITIONS_INFLIGHT
+        evidence = f"{partition} in {key.key}={config.get(key)}"
+        if partition.startswith(EXPRESSION_INDEX_PREFIXES):
+            if expression:
+                out.append(ShapeFeature(Shape.EXPRESSION_INDEX, evidence))
+        elif why is not None:
+            out.append(ShapeFeature(Shape.SECONDARY_INDEX, f"{evidence}: {why}"))
+        else:
+            out.append(ShapeFeature(Shape.METADATA_PARTITION, evidence))
+    return out
+
+
+def _merge_and_keys(table: HoodieTable) -> list[ShapeFeature]:
+    """How the table merges records and generates keys, where hts does not (or not everywhere)."""
+    from hoodie.keygen import key_generator_from_properties
+    from hoodie.merge.resolve import resolve_merge_config
+
+    config = table.config
+    out = []
+    try:
+        key_generator_from_properties(config.props)
+    except (UnsupportedTableError, InvalidTableConfigError) as e:
+        named = [
+            f"{k.key}={config.get(k)}"
+            for k in (TableKeys.KEYGEN_CLASS, TableKeys.KEYGEN_TYPE)
+            if config.get(k)
+        ]
+        out.append(ShapeFeature(Shape.KEY_GENERATOR, f"{', '.join(named) or 'key generator'}: {e}"))
+    stored = [
+        f"{k.key}={config.get(k)}"
+        for k in (
+            TableKeys.MERGE_MODE,
+            TableKeys.PAYLOAD_CLASS,
+            TableKeys.LEGACY_PAYLOAD_CLASS,
+            TableKeys.MERGE_STRATEGY_ID,
+        )
+        if config.get(k)
+    ]
+    try:
+        merge = resolve_merge_config(config)
+    except UnsupportedTableError as e:
+        why = str(e).split(" (supported", 1)[0]
+        return [*out, ShapeFeature(Shape.UNSUPPORTED_MERGE, f"{', '.join(stored)}: {why}")]
+    if merge.mode is RecordMergeMode.CUSTOM:
+        out.append(ShapeFeature(Shape.CUSTOM_MERGE, f"{', '.join(stored)} (merge mode CUSTOM)"))
+    elif merge.mode is RecordMergeMode.EVENT_TIME_ORDERING and len(merge.ordering_fields) > 1:
+        names = (TableKeys.ORDERING_FIELDS.key, *TableKeys.ORDERING_FIELDS.alternatives)
+        key = next((k for k in names if k in config.props), names[0])
+        fields = ",".join(merge.ordering_fields)
+        out.append(ShapeFeature(Shape.MULTI_FIELD_ORDERING, f"{key}={fields}"))
+    return out
+
+
+def _unreadable_schema(table: HoodieTable) -> ShapeFeature | None:
+    from hoodie.read.reader import unreadable_schemas
+
+    problems, source = unreadable_schemas(table, table.timeline)
+    if not problems:
+        return None
+    listed = "; ".join(problems[:10]) + ("; ..." if len(problems) > 10 else "")
+    return ShapeFeature(Shape.UNREADABLE_SCHEMA, f"{source}: {listed}")
+
+
 def detect(
     table: HoodieTable,
     options: Mapping[str, str],
@@ -257,27 +397,30 @@ def detect(
     stored = _bucket_features(table)
     features += stored
     last_undo = _last_undo(table)
-    witness = previous.not_bucket_witness if previous is not None else None
-    if (
-        witness is None
-        or previous is None
-        or previous.last_undo != last_undo
-        or witness in table.replaced_file_groups(table.timeline)
-    ):
-        by_file_id, witness = _file_id_features(table, view)
-        if not any(f.shape is Shape.CONSISTENT_HASHING for f in stored):
-            features += by_file_id
+    witness, bucket = _bucket_verdict(table, previous, last_undo, view)
+    declared = _declared_index(options)
+    if bucket is not None and not any(f.shape is Shape.CONSISTENT_HASHING for f in stored):
+        by_file_id = bucket.features()
+        if not any(f.shape in (Shape.SIMPLE_BUCKET, Shape.NBCC) for f in declared):
+            # Named first: whatever is written, the settings are what is missing.
+            told = [f"{k}={options[k]}" for k in (*INDEX_TYPE_KEYS, BUCKET_ENGINE_KEY) if options.get(k)]
+            given = f"given {', '.join(told)}" if told else f"{INDEX_TYPE_KEYS[0]} not given"
+            evidence = f"{by_file_id[-1].evidence}; {given}"
+            by_file_id.insert(0, ShapeFeature(Shape.BUCKET_SETTINGS_MISSING, evidence))
+        features += by_file_id
     known = {f.shape for f in features}
-    features += [f for f in _declared_index(options) if f.shape not in known]
-    for found in (_schema_on_read(table), _expression_index(table)):
+    features += [f for f in declared if f.shape not in known]
+    for found in (_schema_on_read(table), _expression_index(table), _unreadable_schema(table)):
         if found is not None:
             features.append(found)
+    features += metadata_features(table)
     if config.partial_update_mode:
         features.append(
             ShapeFeature(
                 Shape.PARTIAL_UPDATES, f"{TableKeys.PARTIAL_UPDATE_MODE.key}={config.partial_update_mode}"
             )
         )
+    features += _merge_and_keys(table)
     if not config.populate_meta_fields:
         features.append(ShapeFeature(Shape.VIRTUAL_KEYS, f"{TableKeys.POPULATE_META_FIELDS.key}=false"))
     if table.has_metadata_table:
@@ -302,4 +445,6 @@ def detect(
     if log_compactions:
         first = log_compactions.instants[0].requested_time
         features.append(ShapeFeature(Shape.LOG_COMPACTED, f"{first}.logcompaction"))
-    return TableShape(table.base_path, tuple(features), witness, last_undo)
+    if table.table_version < 8:  # named last: every other shape's refusal of indexing comes first
+        features.append(ShapeFeature(Shape.VERSION_6, f"{TableKeys.VERSION.key}={int(table.table_version)}"))
+    return TableShape(table.base_path, tuple(features), witness, last_undo, bucket)

@@ -13,15 +13,27 @@ base file (the simple bucket index cannot index log files, so MERGE_ON_READ inse
 file too); deletes whose bucket has no file group are dropped. No small-file packing, no
 splitting by size. insert_overwrite writes new file ids for every bucket and replaces the
 partition's file groups. The operations are ``HoodieSimpleBucketLayout.SUPPORTED_OPERATIONS``
-(insert, upsert, delete, insert_overwrite); bulk_insert and insert_overwrite_table are refused.
+(insert, upsert, delete, insert_overwrite) and bulk_insert; insert_overwrite_table is refused.
 
-Refused before anything is written, naming the evidence: a bucket table written without the
-bucket options, a bucket count below a bucket present, two file groups of one bucket in a
-partition, file groups without the bucket form, the consistent-hashing engine or its metadata,
-the partition-level bucket index (1.1), and an insert_overwrite under non-blocking concurrency
-control. Under NBCC (``hoodie.write.concurrency.mode=NON_BLOCKING_CONCURRENCY_CONTROL`` or the
-table's fixed NBCC file ids) a bucket without a file group is started as the log-only file group
-of its fixed id ``{bucket:08d}-0000-0000-0000-000000000000-0``, as Hudi does.
+bulk_insert, as Hudi's bucket bulk insert writers (``BucketBulkInsertDataInternalWriterHelper`` for
+rows, ``RDDSimpleBucketBulkInsertPartitioner`` for records): one new file group per bucket written,
+with a base file of its records (sorted as the bulk insert sort mode says). Its id is the record
+writer's ``{bucket:08d}<uuid rest>-0`` (``FSUtils.createNewFileId(prefix, 0)``, as hts's inserts);
+the row writer names it by the bare prefix ``{bucket:08d}<uuid rest>``; Hudi reads either
+(``BucketIdentifier.bucketIdFromFileId`` takes the first 8 characters). A bucket that already has
+a file group in its partition is refused: there the row writer (Spark's default) starts a second
+file group of the bucket, which Hudi's simple bucket index then refuses to load, while the record
+writer appends to the existing one; which of the two a table's writers use is not on storage.
+
+Refused before anything is written, naming the evidence: a bucket count below a bucket present,
+two file groups of one bucket in a partition, file groups without the bucket form, the
+consistent-hashing engine, a bulk_insert into a bucket that has a file group, and an
+insert_overwrite under non-blocking concurrency control (the table's shape, ``hoodie.shape``,
+refuses bucket tables written without the bucket options, the consistent-hashing and
+partition-level bucket indexes). Under NBCC
+(``hoodie.write.concurrency.mode=NON_BLOCKING_CONCURRENCY_CONTROL`` or the table's fixed NBCC file
+ids) a bucket without a file group is started as the log-only file group of its fixed id
+``{bucket:08d}-0000-0000-0000-000000000000-0``, as Hudi does; bulk_insert is refused there.
 """
 
 from __future__ import annotations
@@ -47,7 +59,6 @@ from hoodie.index.bucket import (
     nbcc_bucket_file_id,
     new_bucket_file_id,
 )
-from hoodie.io.fileio import join
 from hoodie.table import HoodieTable
 from hoodie.write.bucket_info import Bucket
 from hoodie.write.input import PreparedInput
@@ -60,11 +71,16 @@ HASH_FIELD = "hoodie.bucket.index.hash.field"
 CONCURRENCY_MODE = "hoodie.write.concurrency.mode"
 NBCC = "NON_BLOCKING_CONCURRENCY_CONTROL"
 DEFAULT_NUM_BUCKETS = 256  # HoodieIndexConfig.BUCKET_INDEX_NUM_BUCKETS
-CONSISTENT_HASHING_FOLDER = ".hoodie/.bucket_index/consistent_hashing_metadata"
-PARTITION_BUCKET_FOLDER = ".hoodie/.bucket_index/partition_bucket_index_meta"
 SUPPORTED_OPERATIONS = frozenset(
-    {WriteOperation.INSERT, WriteOperation.UPSERT, WriteOperation.DELETE, WriteOperation.INSERT_OVERWRITE}
+    {
+        WriteOperation.INSERT,
+        WriteOperation.UPSERT,
+        WriteOperation.DELETE,
+        WriteOperation.INSERT_OVERWRITE,
+        WriteOperation.BULK_INSERT,
+    }
 )
+"""HoodieSimpleBucketLayout.SUPPORTED_OPERATIONS, and bulk_insert (Hudi's bucket bulk insert writers)."""
 
 
 def _options_hint() -> str:
@@ -91,17 +107,12 @@ class BucketLayout:
         operation: WriteOperation,
         partitions: Sequence[str],
     ) -> BucketLayout | None:
-        """The bucket layout of a write to ``partitions`` (``None``: no bucket table); refusals raise."""
-        for folder in (CONSISTENT_HASHING_FOLDER, PARTITION_BUCKET_FOLDER):
-            if table.fileio.exists(join(table.base_path, folder)):
-                kind = "consistent-hashing" if folder == CONSISTENT_HASHING_FOLDER else "partition-level"
-                raise UnsupportedTableError(
-                    f"{table.base_path}: {kind} bucket index table ({folder} exists); "
-                    "hts does not route writes for it"
-                )
+        """The bucket layout of a write to ``partitions`` (``None``: not written with the bucket index);
+        refusals raise. The table's shape was checked first (``hoodie.shape``): it refuses writes to
+        consistent-hashing and partition-level bucket tables, and to a bucket table without the
+        bucket settings."""
         index_type = write_props.get(INDEX_TYPE, "").strip().upper()
         if index_type != "BUCKET":
-            _refuse_if_bucket_table(table, write_props, view, partitions)
             return None
         num_buckets, hash_fields = check_bucket_options(write_props, table.config.record_key_fields)
         # As HoodieSimpleBucketIndex, only the partitions written are loaded.
@@ -141,7 +152,8 @@ class BucketLayout:
         if operation not in SUPPORTED_OPERATIONS:
             raise UnsupportedTableError(
                 f"{where}: {operation.value} is not supported on a simple bucket index table "
-                "(HoodieSimpleBucketLayout supports insert, upsert, delete and insert_overwrite)"
+                "(HoodieSimpleBucketLayout supports insert, upsert, delete and insert_overwrite; "
+                "bulk_insert is written as Hudi's bucket bulk insert writers write it)"
             )
         if self.nbcc:
             evidence = f"{CONCURRENCY_MODE}={NBCC}" if mode == NBCC else "NBCC bucket file ids"
@@ -158,6 +170,11 @@ class BucketLayout:
                 raise UnsupportedTableError(
                     f"{where}: {evidence}: insert_overwrite is not supported with non-blocking "
                     "concurrency control"
+                )
+            if operation is WriteOperation.BULK_INSERT:  # BucketBulkInsertDataInternalWriterHelper
+                raise UnsupportedTableError(
+                    f"{where}: {evidence}: bulk_insert under non-blocking concurrency control writes base "
+                    "files under the buckets' fixed file ids; hts does not write them"
                 )
 
     # -- planning -----------------------------------------------------------------------------
@@ -195,6 +212,8 @@ class BucketLayout:
 
     def plan(self, prepared: PreparedInput, operation: WriteOperation) -> list[Bucket]:
         """Route every record to its bucket's file group (new ones for buckets without one)."""
+        if operation is WriteOperation.BULK_INSERT:
+            return self.plan_bulk_insert(prepared)
         mor = self.table.config.is_mor
         buckets = self.buckets_of(prepared)
         partitions = prepared.partitions.to_pylist()
@@ -234,6 +253,30 @@ class BucketLayout:
                     target.inserts.append(i)  # the record index learns every key written here
         return list(planned.values())
 
+    def plan_bulk_insert(self, prepared: PreparedInput) -> list[Bucket]:
+        """bulk_insert: a new file group per bucket written; buckets with a file group are refused."""
+        buckets = self.buckets_of(prepared)
+        planned: dict[tuple[str, int], Bucket] = {}
+        partitions = prepared.partitions.to_pylist()
+        for i, (partition, bucket) in enumerate(zip(partitions, buckets.tolist(), strict=True)):
+            if prepared.is_delete[i]:
+                continue
+            target = planned.get((partition, bucket))
+            if target is None:
+                existing = self.groups.get(partition, {}).get(bucket)
+                if existing is not None:
+                    raise UnsupportedTableError(
+                        f"{self.table.base_path}: bulk_insert of record key {prepared.keys[i].as_py()!r} "
+                        f"into bucket {bucket} of partition {partition or '<root>'}, which has file group "
+                        f"{existing.file_id}: Hudi's row writer (BucketBulkInsertDataInternalWriterHelper) "
+                        "would start a second file group of the bucket and its record writer would append "
+                        "to this one; write these records with insert or upsert"
+                    )
+                target = Bucket("create", partition, new_bucket_file_id(bucket))
+                planned[(partition, bucket)] = target
+            target.rows.append(i)
+        return list(planned.values())
+
     def plan_overwrite(self, prepared: PreparedInput) -> list[Bucket]:
         """insert_overwrite: a new file group per bucket written (``SparkBucketIndexPartitioner``)."""
         buckets = self.buckets_of(prepared)
@@ -257,32 +300,6 @@ def _slices_by_partition(view: Any, partitions: Sequence[str]) -> Iterator[tuple
     first = [p for p in dict.fromkeys(partitions) if p in present]
     for p in [*first, *(p for p in existing if p not in set(first))]:
         yield p, view.latest_file_slices([p])
-
-
-def _refuse_if_bucket_table(
-    table: HoodieTable, write_props: dict[str, str], view: Any, partitions: Sequence[str]
-) -> None:
-    """A write without the bucket options to a table whose every file group has a bucket file id
-    is refused; listing stops at the first file group without one (most tables: the first)."""
-    count = 0
-    top = -1
-    first: FileSlice | None = None
-    for _, found in _slices_by_partition(view, partitions):
-        if any(not is_bucket_file_id(s.file_id) for s in found):
-            return
-        count += len(found)
-        top = max([top, *(bucket_id_from_file_id(s.file_id) for s in found)])
-        first = first or (found[0] if found else None)
-    if first is None:
-        return
-    told = f" (told {INDEX_TYPE}={write_props[INDEX_TYPE]})" if INDEX_TYPE in write_props else ""
-    raise UnsupportedTableError(
-        f"{table.base_path}: simple bucket index table (file group "
-        f"{first.partition_path or '<root>'}/{first.file_id} and all {count} live "
-        f"file groups have bucket file ids){told}; Hudi does not persist the bucket settings, "
-        f"so every writer must be given them: {_options_hint()} (N > {top}, the highest bucket "
-        f"present) [--option {HASH_FIELD}=FIELDS], as the table's other writers are"
-    )
 
 
 def check_bucket_options(

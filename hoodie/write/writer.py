@@ -36,13 +36,12 @@ from hoodie.metadata.sync import (
     RecordIndexChanges,
     enabled_partitions,
     has_metadata_table,
-    require_supported_metadata,
     sync_metadata_table,
 )
 from hoodie.metadata.table import MetadataTable
 from hoodie.models.clustering import RequestedReplaceMetadata
 from hoodie.models.commit import CommitMetadata, ReplaceCommitMetadata, WriteStat
-from hoodie.read.reader import TableReader, require_readable_schemas, schema_on_read
+from hoodie.read.reader import TableReader, schema_on_read
 from hoodie.schema.avro_arrow import add_meta_fields, avro_to_arrow_schema
 from hoodie.schema.evolution import check_evolution, write_schema_option
 from hoodie.shape.table_shape import ShapeAllows
@@ -135,7 +134,8 @@ class HoodieWriter:
         schema_json = table.latest_schema_json()
         if schema_json is None:
             raise HoodieError(f"{table.base_path}: the table has no schema; create it with a schema first")
-        require_readable_schemas(table, f"{operation.value} on {table.base_path}", timeline)
+        view = table.file_system_view(timeline=timeline)
+        table.shape(self.write_props, view).check("write", operation.value)  # before anything is written
         on_read = schema_on_read(table, timeline)
         if on_read is not None:
             on_read.check_writable(table.base_path)
@@ -157,12 +157,9 @@ class HoodieWriter:
         if combine:
             prepared = dedupe(prepared, merge, spec)
 
-        view = table.file_system_view(timeline=timeline)
-        table.shape(self.write_props, view).check("write", operation.value)  # before anything is written
         partitioner = WritePartitioner(table, self.options, self.write_props)
         buckets, replaced = partitioner.plan(prepared, operation, view, timeline)
         self._check_pending_clustering(buckets, timeline)
-        require_supported_metadata(table, f"{operation.value} on {table.base_path}")
 
         meta_avro = add_meta_fields(schema_json)
         arrow_schema = avro_to_arrow_schema(meta_avro)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 from hoodie.config.table_config import update_table_properties
 from hoodie.io.fileio import LocalFileIO
@@ -25,10 +26,11 @@ def test_refused_services_are_shown_and_never_run_while_other_tables_are_served(
     for path in (orders, expr, flink, boot):
         mor_table(path, upserts=2)
     update_table_properties(LocalFileIO(), str(boot / ".hoodie"), {"hoodie.bootstrap.base.path": "/src"})
-    # A Hudi writer of a table with an expression index scheduled a compaction: hts cannot evaluate
-    # the index's expression, so it must not commit what the index would have to follow.
-    expression_index(expr)
+    # A compaction is pending when Hudi's CREATE INDEX adds an expression index (hts's own scheduling
+    # refuses on such a table): hts cannot evaluate the index's expression, so it must not commit
+    # what the index would have to follow.
     expr_pending = request_compaction(expr)
+    expression_index(expr)
     orders_pending = request_compaction(orders)
     expr_before, flink_before = table_hash(expr), table_hash(flink)
     every = {"enabled": True, "interval_s": 0.2}
@@ -74,3 +76,29 @@ def test_refused_services_are_shown_and_never_run_while_other_tables_are_served(
     assert not flink_timeline.actions(Action.REPLACE_COMMIT, Action.CLUSTERING)
     assert flink_timeline.completed().actions(Action.COMMIT)
     assert set(flink_before) < set(table_hash(flink))
+
+
+def test_a_watch_tick_computes_a_tables_refusals_once(tmp_path: Path) -> None:
+    """The tick's refusals (shape of the table) serve both the watched instants and the policies."""
+    from service.daemon import Daemon
+    from service.settings import load_settings
+    from tests.daemon.helpers import settings_data
+
+    mor_table(tmp_path / "tables" / "orders", upserts=1)
+    every = {"enabled": True, "interval_s": 0.2}
+    data = settings_data(tmp_path, defaults={"policies": {"compaction": every, "clustering": every}})
+    calls: list[str] = []
+
+    class Counting(Daemon):
+        def refused(self, entry: Any) -> dict[str, str]:
+            calls.append(entry.id)
+            return super().refused(entry)
+
+    daemon = Counting(load_settings(overrides=data, environ={}), replica_id="test")
+    try:
+        daemon.registry.refresh()
+        assert daemon.registry.ids() == ["orders"]
+        daemon.watch_tick()
+        assert sorted(calls) == sorted(daemon.registry.ids())
+    finally:
+        daemon.stop(0)

@@ -226,7 +226,9 @@ def test_unsupported_operations_and_shapes_are_refused(tmp_path: Path) -> None:
     path = _bucket_table(tmp_path)
     table = HoodieTable.open(str(path))
     before = file_hashes(path)
-    with pytest.raises(UnsupportedTableError, match=r"write \(bulk_insert\) is refused"):
+    with pytest.raises(
+        UnsupportedTableError, match=r"bulk_insert of record key 'k1' into bucket \d of partition p1"
+    ):
         HoodieWriter(table, write_props=OPTIONS).bulk_insert(rows([1], 2))
     with pytest.raises(UnsupportedTableError, match=r"write \(insert_overwrite_table\) is refused"):
         HoodieWriter(table, write_props=OPTIONS).write(rows([1], 2), _op("insert_overwrite_table"))
@@ -248,11 +250,13 @@ def test_unsupported_operations_and_shapes_are_refused(tmp_path: Path) -> None:
         HoodieWriter(table, write_props=nbcc).insert_overwrite(rows([1], 2))
     assert file_hashes(path) == before
     for folder in ("consistent_hashing_metadata", "partition_bucket_index_meta"):
+        # Opened afresh: a table's shape is kept while its timeline is unchanged, and Hudi's writers
+        # create these folders in a write (or a rescale), which changes the timeline.
         (path / ".hoodie" / ".bucket_index" / folder).mkdir(parents=True)
         with pytest.raises(UnsupportedTableError, match=f".hoodie/.bucket_index/{folder} exists"):
-            HoodieWriter(table, write_props=OPTIONS).upsert(rows([1], 2))
+            HoodieWriter(HoodieTable.open(str(path)), write_props=OPTIONS).upsert(rows([1], 2))
         with pytest.raises(UnsupportedTableError, match=f".hoodie/.bucket_index/{folder} exists"):
-            HoodieWriter(table).upsert(rows([1], 2))
+            HoodieWriter(HoodieTable.open(str(path))).upsert(rows([1], 2))
         shutil.rmtree(path / ".hoodie" / ".bucket_index")
     assert file_hashes(path) == before
 
@@ -473,3 +477,32 @@ def test_compaction_keeps_bucket_file_ids_and_writes_go_on(tmp_path: Path, spark
     expected = {f"k{i}": f"v{i}@{3 if 10 <= i < 30 else 2 if i < 10 else 1}" for i in range(40)}
     assert snapshot(path) == expected
     assert hudi_rs_values(path) == expected
+
+
+@pytest.mark.parametrize("table_type", TYPES)
+def test_bulk_insert_writes_a_new_file_group_per_bucket(
+    tmp_path: Path, spark: Any, table_type: TableType
+) -> None:
+    """As Hudi's bucket bulk insert (BucketBulkInsertDataInternalWriterHelper): one new file group per
+    bucket written, a base file even on MERGE_ON_READ; later writes find the keys in their buckets.
+    A bucket that has a file group is refused, nothing written."""
+    path = tmp_path / "t"
+    writer = HoodieWriter(new_table(path, table_type=table_type), write_props=OPTIONS)
+    first = writer.bulk_insert(rows(range(40), 1))
+    assert first.write_stats and all((s.path or "").endswith(".parquet") for s in first.write_stats)
+    assert_bucket_layout(path, spark)
+    more = [i for i in range(40, 80) if i % 6 >= 3]  # partitions p3..p5, new
+    writer.bulk_insert(rows(more, 2, partitions=6))
+    assert_bucket_layout(path, spark)
+    writer.upsert(rows(range(0, 40, 5), 3))
+    writer.upsert(rows(more[:5], 3, partitions=6))
+    assert_bucket_layout(path, spark)
+    expected = {f"k{i}": f"v{i}@1" for i in range(40)}
+    expected.update({f"k{i}": f"v{i}@2" for i in more})
+    expected.update({f"k{i}": f"v{i}@3" for i in [*range(0, 40, 5), *more[:5]]})
+    assert snapshot(path) == expected
+    assert hudi_rs_values(path) == expected
+    before = file_hashes(path)
+    with pytest.raises(UnsupportedTableError, match="which has file group"):
+        writer.bulk_insert(rows([100], 4))
+    assert file_hashes(path) == before

@@ -136,6 +136,16 @@ def test_unknown_table_version_is_named(fixture_root: Path, tmp_path: Path) -> N
         ("hoodie.table.type", "MERGE_ON_WRITE", "hoodie.table.type='MERGE_ON_WRITE'"),
         ("hoodie.record.merge.mode", "LATEST", "hoodie.record.merge.mode='LATEST'"),
         ("hoodie.bootstrap.base.path", "/src", "bootstrapped"),
+        # HoodieTableConfig.BASE_FILE_FORMAT's alternative (tables of old releases)
+        ("hoodie.table.ro.file.format", "ORC", "base.file.format=ORC"),
+        # census section 20: a key hts does not know, and a known one it does not implement
+        (
+            "hoodie.table.storage.layout",
+            "LSM_TREE",
+            r"unknown property table \(hoodie.table.storage.layout=LSM_TREE\)",
+        ),
+        ("hoodie.partition.metafile.use.base.format", "true", "unimplemented property table"),
+        ("hoodie.table.secondary.indexes.metadata", "[]", r"secondary.indexes.metadata=\[\]"),
     ],
 )
 def test_unsupported_values_fail_fast(
