@@ -33,6 +33,7 @@ from hoodie.file_group.log_file import LogFile
 from hoodie.io.fileio import join
 from hoodie.models.clustering import ClusteringGroup, ClusteringPlan, SliceInfo
 from hoodie.models.commit import ReplaceCommitMetadata, RuntimeStats, WriteStat
+from hoodie.read.reader import table_schema
 from hoodie.read.slice_reader import read_slice
 from hoodie.schema.avro_arrow import add_meta_fields
 from hoodie.services.base import (
@@ -49,12 +50,13 @@ from hoodie.services.clustering_copy import (
     BINARY_COPY_STRATEGIES,
     RUN_PACKAGE,
     SORT_COLUMNS_KEY,
-    binary_copy_refusal,
     copy_group,
+    decide_binary_copy,
 )
 from hoodie.services.layout import LayoutOptions, parse_sort_columns, sort_for_layout
 from hoodie.services.rollback import recover_inflight
 from hoodie.services.slice_tasks import (
+    COMPRESSION_KEY,
     SliceTask,
     latest_writer_schema,
     require_files,
@@ -358,6 +360,11 @@ def execute_clustering(ctx: ServiceContext, instant_time: str, runner: Runner) -
         for piece in group.slices or ():
             slice_of(piece)  # every name must parse: a bad plan fails before anything is written
     inputs = _input_groups(plan)
+    params = (plan.strategy.strategy_params if plan.strategy else None) or {}
+    # One decision for the whole plan, before anything is written (a refusal raises here).
+    binary_copy = decide_binary_copy(
+        table, plan, instant_time, ctx.options, ctx.options.get(COMPRESSION_KEY, "gzip"), table_schema(table)
+    )
     with claim_instant(
         ctx, instant_time, Action.REPLACE_COMMIT, "clustering", undo=lambda i: recover_inflight(ctx, i)
     ) as claim:
@@ -365,7 +372,6 @@ def execute_clustering(ctx: ServiceContext, instant_time: str, runner: Runner) -
         if instant.is_inflight:
             recover_inflight(ctx, instant)
         timeline = table.reload()
-        params = (plan.strategy.strategy_params if plan.strategy else None) or {}
         schema_json = latest_writer_schema(table, "clustering")
         meta_avro = add_meta_fields(schema_json) if table.config.populate_meta_fields else schema_json
         inflight = timeline.transition_to_inflight(Instant(instant_time, instant.action, State.REQUESTED))
@@ -376,7 +382,7 @@ def execute_clustering(ctx: ServiceContext, instant_time: str, runner: Runner) -
             "preserve_metadata": bool(plan.preserve_hoodie_metadata),
             "sort_columns": params.get(SORT_COLUMNS_KEY),
             "layout": LayoutOptions.from_options(ctx.options).to_options(),
-            "binary_copy_refusal": binary_copy_refusal(table, strategy, params),
+            "binary_copy": binary_copy,
         }
         tasks = [
             {

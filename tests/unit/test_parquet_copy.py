@@ -25,6 +25,7 @@ from hoodie.errors import CorruptFileError, InvalidInputError
 from hoodie.file_group.base_file_writer import BloomOptions, footer_metadata
 from hoodie.io.fileio import LocalFileIO
 from hoodie.parquet import footer as f
+from hoodie.parquet.checker import file_info, verify_files
 from hoodie.parquet.copy import CopyPlan, binary_copy, plan_binary_copy
 from hoodie.parquet.pages import DATA_PAGE, DATA_PAGE_V2, DICTIONARY_PAGE
 from hoodie.parquet.thrift import (
@@ -42,6 +43,11 @@ from tests.conftest import fixture_names, fixture_path
 
 AVRO = {"type": "record", "name": "r", "fields": []}
 META = ["_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path"]
+
+
+def _check(*paths: Path) -> str | None:
+    """Hudi's ParquetBinaryCopyChecker over ``paths``."""
+    return verify_files([file_info(f.read_footer(p.read_bytes(), str(p)), str(p)) for p in paths])
 
 
 def _footer_span(data: bytes) -> bytes:
@@ -266,8 +272,9 @@ def test_inputs_that_do_not_qualify_are_named_and_nothing_is_written(tmp_path: P
     decimals = tmp_path / "dec.parquet"
     table = pa.table({"d": pa.array([decimal.Decimal("1.25")], pa.decimal128(5, 2))})
     pq.write_table(table, decimals, store_decimal_as_integer=True)
-    assert "stored as an integer" in str(plan_binary_copy(fileio, [str(decimals)], "snappy"))
-    assert "not a codec binary copy writes" in str(plan_binary_copy(fileio, paths, "lzo"))
+    assert "stored as an integer" in str(_check(decimals))
+    assert "hts cannot write lzo pages" in str(plan_binary_copy(fileio, paths, "lzo"))
+    assert "none is not a parquet-mr CompressionCodecName" in str(plan_binary_copy(fileio, paths, "none"))
     assert not (tmp_path / "out.parquet").exists()
 
 
@@ -341,4 +348,4 @@ def test_two_level_lists_apache_hudi_wrote_are_refused_as_hudi_refuses_them(fixt
     paths = [
         p for g in _by_schema(fixture_path(fixture_root, "sample_table/cow/v8_nonpartitioned")) for p in g
     ]
-    assert "two-level 'array' layout" in str(plan_binary_copy(LocalFileIO(), paths[:1], "gzip"))
+    assert "two-level 'array' layout" in str(_check(Path(paths[0])))
