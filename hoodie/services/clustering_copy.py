@@ -52,7 +52,9 @@ from hoodie.models.clustering import ClusteringPlan
 from hoodie.models.commit import RuntimeStats, WriteStat
 from hoodie.parquet.checker import UnsupportedSchema, file_info, verify_files
 from hoodie.parquet.copy import binary_copy, codec_id, plan_binary_copy, read_file_footer
+from hoodie.parquet.footer import FMD_SCHEMA
 from hoodie.parquet.pages import LZ4_HADOOP
+from hoodie.parquet.thrift import Struct, encode_struct
 from hoodie.services.base import TaskResult, crash_point
 from hoodie.services.slice_tasks import COMPRESSION_KEY, SliceTask
 from hoodie.table import HoodieTable
@@ -174,19 +176,22 @@ def _decide(
         if reason is not None:
             log.info("%s: clustering with %s rewrites every group: %s", table.base_path, strategy, reason)
             return False
+    checked: dict[bytes, bool] = {}  # Parquet schema bytes -> whether it reads as the table's
     for k, group in enumerate(groups):
+        for path in group.paths if evolution else ():
+            key = encode_struct(Struct({FMD_SCHEMA: footers[path].fields[FMD_SCHEMA]}))
+            if key not in checked:
+                with table.fileio.open_input(path) as source:
+                    checked[key] = pq.ParquetFile(source).schema_arrow.equals(schema, check_metadata=False)
+            if not checked[key]:
+                raise BinaryCopyRefused(
+                    f"clustering {instant_time} group {k}: {path} does not have the table's schema and "
+                    f"{SCHEMA_EVOLUTION_KEY}=true: Hudi writes the table's schema with null columns for "
+                    "what a file lacks, which hts does not"
+                )
         found = plan_binary_copy(table.fileio, group.paths, compression, [footers[p] for p in group.paths])
         if isinstance(found, str):
             raise BinaryCopyRefused(f"clustering {instant_time} group {k}: {found}")
-        if evolution:
-            with table.fileio.open_input(group.paths[0]) as source:
-                arrow = pq.ParquetFile(source).schema_arrow
-            if not arrow.equals(schema, check_metadata=False):
-                raise BinaryCopyRefused(
-                    f"clustering {instant_time} group {k}: {group.paths[0]} does not have the table's schema "
-                    f"and {SCHEMA_EVOLUTION_KEY}=true: Hudi writes the table's schema with null columns "
-                    "for what a file lacks, which hts does not"
-                )
     return True
 
 
