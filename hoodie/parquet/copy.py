@@ -337,8 +337,27 @@ def _shift(cm: Struct, delta: int) -> None:
     cm.drop(f.CM_INDEX_PAGE_OFFSET, *f.CM_BLOOM_FILTER)
 
 
-def binary_copy(fileio: FileIO, plan: CopyPlan, output: str) -> CopyResult:
-    """Write ``output`` from the planned inputs' column chunks (see the module doc)."""
+def recompress(source_io: FileIO, source: str, fileio: FileIO, output: str, codec: int) -> CopyResult:
+    """``source`` written again at ``output`` with every page re-compressed to ``codec``.
+
+    Its footer key/values are kept as they are; its values are not decoded. This is how a file
+    pyarrow wrote in LZ4_RAW becomes the Hadoop-framed LZ4 file parquet-mr writes for ``lz4``.
+    """
+    meta = read_file_footer(source_io, source)
+    kv = f.key_values(meta)
+    low, high = kv.get(MIN_RECORD_KEY_FOOTER), kv.get(MAX_RECORD_KEY_FOOTER)
+    plan = CopyPlan((source,), codec, kv, low, high, meta.get_int(f.FMD_NUM_ROWS), (meta,))
+    return binary_copy(fileio, plan, output, source_io=source_io)
+
+
+def binary_copy(
+    fileio: FileIO, plan: CopyPlan, output: str, *, source_io: FileIO | None = None
+) -> CopyResult:
+    """Write ``output`` from the planned inputs' column chunks (see the module doc).
+
+    The inputs are read through ``source_io`` when given, else through ``fileio``.
+    """
+    reader = source_io or fileio
     file_name = output.rstrip("/").rsplit("/", 1)[-1]
     first = plan._metas[0]
     columns = f.leaf_columns(first)
@@ -353,7 +372,7 @@ def binary_copy(fileio: FileIO, plan: CopyPlan, output: str) -> CopyResult:
     with fileio.open_output(output) as sink:
         sink.write(f.MAGIC)
         for path, meta in zip(plan.inputs, plan._metas, strict=True):
-            if fileio.read_range(path, 0, 4) != f.MAGIC:
+            if reader.read_range(path, 0, 4) != f.MAGIC:
                 raise CorruptFileError(f"{path} is not a Parquet file (no leading {f.MAGIC!r})")
             for rg in meta.get_list(f.FMD_ROW_GROUPS):
                 assert isinstance(rg, Struct)
@@ -362,7 +381,7 @@ def binary_copy(fileio: FileIO, plan: CopyPlan, output: str) -> CopyResult:
                     continue  # nothing to carry (parquet-mr never writes one; a reader needs none)
                 # One read per row group (Hudi reads a row group's span at once too): memory stays
                 # bounded by the largest row group, not the file.
-                span_start, data = _read_row_group(fileio, path, rg)
+                span_start, data = _read_row_group(reader, path, rg)
                 out_rg = Struct(dict(rg.fields))
                 out_chunks: list[Struct] = []
                 start_of_group = pos

@@ -35,6 +35,8 @@ nothing written) where it cannot write what Hudi writes:
 from __future__ import annotations
 
 import logging
+import os
+import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -46,17 +48,18 @@ import pyarrow.parquet as pq
 from hoodie.config.table_config import BaseFileFormat, TableType
 from hoodie.errors import InvalidInputError, TableServiceError
 from hoodie.file_group.base_file import BaseFile, write_token
+from hoodie.file_group.base_file_writer import write_base_file
 from hoodie.file_group.file_slice import FileSlice
-from hoodie.io.fileio import join
+from hoodie.io.fileio import LocalFileIO, join
 from hoodie.models.clustering import ClusteringPlan
 from hoodie.models.commit import RuntimeStats, WriteStat
 from hoodie.parquet.checker import UnsupportedSchema, file_info, verify_files
-from hoodie.parquet.copy import binary_copy, codec_id, plan_binary_copy, read_file_footer
+from hoodie.parquet.copy import binary_copy, codec_id, plan_binary_copy, read_file_footer, recompress
 from hoodie.parquet.footer import FMD_SCHEMA
-from hoodie.parquet.pages import LZ4_HADOOP
+from hoodie.parquet.pages import ARROW_CODECS, LZ4_HADOOP
 from hoodie.parquet.thrift import Struct, encode_struct
 from hoodie.services.base import TaskResult, crash_point
-from hoodie.services.slice_tasks import COMPRESSION_KEY, SliceTask
+from hoodie.services.slice_tasks import SliceTask
 from hoodie.table import HoodieTable
 from hoodie.write.markers import IOType, WriteMarkers
 
@@ -123,11 +126,10 @@ def decide_binary_copy(
     """
     strategy = plan.strategy.strategy_class_name if plan.strategy else None
     try:
-        codec = codec_id(compression)
+        codec_id(compression)
     except InvalidInputError as exc:
         raise BinaryCopyRefused(f"{table.base_path}: clustering {instant_time} refused: {exc}") from None
     if strategy not in BINARY_COPY_STRATEGIES:
-        _require_rewritable(table, instant_time, codec, compression)
         return False
     try:
         copy = _decide(table, plan, instant_time, options, compression, schema, strategy)
@@ -135,18 +137,27 @@ def decide_binary_copy(
         raise BinaryCopyRefused(
             f"{table.base_path}: clustering {instant_time} with {EXECUTION_KEY}={strategy} refused: {exc}"
         ) from None
-    if not copy:
-        _require_rewritable(table, instant_time, codec, compression)
     return copy
 
 
-def _require_rewritable(table: HoodieTable, instant_time: str, codec: int, compression: str) -> None:
-    if codec == LZ4_HADOOP:
-        raise BinaryCopyRefused(
-            f"{table.base_path}: clustering {instant_time} refused: {COMPRESSION_KEY}={compression}: Hudi "
-            "writes Hadoop-framed LZ4 pages (parquet codec LZ4), which the decode-rewrite cannot write "
-            "(pyarrow writes LZ4_RAW)"
-        )
+def write_rewritten_file(
+    table: HoodieTable, path: str, data: pa.Table, avro_schema: dict[str, Any], compression: str
+) -> int:
+    """The decode-rewrite's output file written at ``path`` in Hudi's codec for ``compression``; its size.
+
+    The codec is parquet-mr's for the name (:func:`hoodie.parquet.copy.codec_id`). pyarrow writes
+    ``lz4`` as LZ4_RAW while parquet-mr writes LZ4 (Hadoop-framed): for ``lz4`` the file is written
+    to a local temporary file in LZ4_RAW and its pages re-framed into ``path``.
+    """
+    code = codec_id(compression)
+    if code != LZ4_HADOOP:
+        arrow = ARROW_CODECS[code] or "none"  # pyarrow's name for it (UNCOMPRESSED is "none" there)
+        return write_base_file(table.fileio, path, data, avro_schema, compression=arrow).size
+    local = LocalFileIO()
+    with tempfile.TemporaryDirectory(prefix="hts-lz4-") as scratch:
+        staged = os.path.join(scratch, path.rstrip("/").rsplit("/", 1)[-1])
+        write_base_file(local, staged, data, avro_schema, compression="lz4_raw")
+        return recompress(local, staged, table.fileio, path, LZ4_HADOOP).size
 
 
 def _decide(

@@ -27,7 +27,6 @@ import pyarrow as pa
 
 from hoodie.errors import TableServiceError
 from hoodie.file_group.base_file import BaseFile, new_file_id, write_token
-from hoodie.file_group.base_file_writer import write_base_file
 from hoodie.file_group.file_slice import FileGroupId, FileSlice
 from hoodie.file_group.log_file import LogFile
 from hoodie.io.fileio import join
@@ -52,6 +51,7 @@ from hoodie.services.clustering_copy import (
     SORT_COLUMNS_KEY,
     copy_group,
     decide_binary_copy,
+    write_rewritten_file,
 )
 from hoodie.services.layout import LayoutOptions, parse_sort_columns, sort_for_layout
 from hoodie.services.rollback import recover_inflight
@@ -206,9 +206,7 @@ def cluster_group(task: Task) -> TaskResult:
             with table.fileio.open_output(path) as half:  # a torn file, as a killed writer leaves one
                 half.write(b"PAR1" + b"\0" * 64)
             crash_point("clustering.task_mid_write")
-        result = write_base_file(
-            table.fileio, path, chunk.combine_chunks(), job.avro_schema, compression=job.compression
-        )
+        size = write_rewritten_file(table, path, chunk.combine_chunks(), job.avro_schema, job.compression)
         crash_point("clustering.task_after_write")
         stat = WriteStat(
             file_id=new.file_id,
@@ -217,7 +215,7 @@ def cluster_group(task: Task) -> TaskResult:
             num_writes=length,
             num_deletes=0,
             num_update_writes=0,
-            total_write_bytes=result.size,
+            total_write_bytes=size,
             total_write_errors=0,
             partition_path=partition,
             total_log_records=0,
@@ -226,7 +224,7 @@ def cluster_group(task: Task) -> TaskResult:
             total_log_blocks=0,
             total_corrupt_log_block=0,
             total_rollback_blocks=0,
-            file_size_in_bytes=result.size,
+            file_size_in_bytes=size,
             runtime_stats=RuntimeStats(
                 total_scan_time=0,
                 total_create_time=int((time.monotonic() - create_start) * 1000),

@@ -134,8 +134,6 @@ def _refused(path: Path, options: dict[str, str], match: str) -> None:
         ({EXECUTION: BINARY_COPY, CODEC: "none"}, "none is not a parquet-mr CompressionCodecName"),
         ({CODEC: "none"}, "none is not a parquet-mr CompressionCodecName"),
         ({EXECUTION: BINARY_COPY, CODEC: "lzo"}, "hts cannot write lzo pages"),
-        ({CODEC: "lz4"}, "Hadoop-framed LZ4"),
-        ({EXECUTION: BINARY_COPY, CODEC: "lz4", "hoodie.clustering.plan.strategy.sort.columns": "x"}, "LZ4"),
     ],
 )
 def test_codecs_hudi_fails_on_or_hts_cannot_write_are_refused(
@@ -185,14 +183,17 @@ def test_groups_of_different_schemas_hudi_would_rewrite_are_rewritten(tmp_path: 
 HUDI_CODECS = {"uncompressed": 0, "snappy": 1, "gzip": 2, "brotli": 4, "lz4": 5, "zstd": 6, "lz4_raw": 7}
 
 
+@pytest.mark.parametrize("strategy", [BINARY_COPY, RUN + "SparkSortAndSizeExecutionStrategy"])
 @pytest.mark.parametrize("codec", sorted(HUDI_CODECS))
-def test_binary_copy_writes_the_codec_hudi_writes_and_readers_read_it(tmp_path: Path, codec: str) -> None:
+def test_clustering_writes_the_codec_hudi_writes_and_readers_read_it(
+    tmp_path: Path, codec: str, strategy: str
+) -> None:
     path = tmp_path / "t"
     _table(path)
     shutil.copytree(path, tmp_path / "rewrite")
-    _cluster(HoodieTable.open(str(path)), {EXECUTION: BINARY_COPY, CODEC: codec})
+    _cluster(HoodieTable.open(str(path)), {EXECUTION: strategy, CODEC: codec})
     _cluster(HoodieTable.open(str(tmp_path / "rewrite")))
-    assert all(_copied(path).values())
+    assert all(c == (strategy == BINARY_COPY) for c in _copied(path).values())
     assert _codecs(path) == {HUDI_CODECS[codec]}
     expected = _snapshot(tmp_path / "rewrite")
     assert _snapshot(path) == expected == hudi_rs_rows(path)
