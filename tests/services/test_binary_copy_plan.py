@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -15,7 +17,10 @@ import pytest
 from hoodie.bloom import BloomFilterTypeCode
 from hoodie.config.table_config import TableType, TableVersion
 from hoodie.errors import TableServiceError
+from hoodie.io.fileio import LocalFileIO
 from hoodie.parquet import footer as f
+from hoodie.parquet.copy import CopyPlan, binary_copy, plan_binary_copy
+from hoodie.parquet.pages import LZ4_MAX_INPUT
 from hoodie.schema.avro_arrow import arrow_to_avro_schema
 from hoodie.services.base import LocalRunner, ServiceContext
 from hoodie.services.clustering import ClusteringPolicy, execute_clustering, schedule_clustering
@@ -199,3 +204,36 @@ def test_clustering_writes_the_codec_hudi_writes_and_readers_read_it(
     assert _snapshot(path) == expected == hudi_rs_rows(path)
     for g, name in _live_groups(path).items():
         assert pq.read_table(path / g.partition_path / name).num_rows > 0
+
+
+def test_parquet_mr_reads_the_lz4_pages_hts_writes(tmp_path: Path, spark: Any) -> None:
+    """Spark's Parquet reader (parquet-mr with Hadoop's Lz4Codec, what Hudi reads with) reads the
+    Hadoop-framed LZ4 of both strategies, and of a page longer than one frame's input."""
+    copied, rewritten = tmp_path / "copied", tmp_path / "rewritten"
+    _table(copied)
+    shutil.copytree(copied, rewritten)
+    _cluster(HoodieTable.open(str(copied)), {EXECUTION: BINARY_COPY, CODEC: "lz4"})
+    _cluster(HoodieTable.open(str(rewritten)), {CODEC: "lz4"})
+    for path in (copied, rewritten):
+        assert _codecs(path) == {HUDI_CODECS["lz4"]}
+        for g, name in _live_groups(path).items():
+            data = pq.read_table(path / g.partition_path / name)
+            read = spark.read.parquet(str(path / g.partition_path / name)).collect()
+            assert [r.asDict() for r in read] == data.to_pylist()
+    big = pa.table(
+        {
+            "_hoodie_file_name": pa.array(["x"] * 300_000),
+            "v": pa.array(np.random.default_rng(7).integers(0, 1 << 40, 300_000)),
+        }
+    )
+    source, out = tmp_path / "big-raw.parquet", tmp_path / "big.parquet"
+    pq.write_table(big, source, compression="lz4", data_page_size=2 << 20, use_dictionary=False)
+    fileio = LocalFileIO()
+    plan = plan_binary_copy(fileio, [str(source)], "lz4")
+    assert isinstance(plan, CopyPlan)
+    binary_copy(fileio, plan, str(out))
+    column = pq.ParquetFile(out).metadata.row_group(0).column(1)
+    assert column.total_uncompressed_size > 2 * LZ4_MAX_INPUT  # pages longer than one frame's input
+    rows = spark.read.parquet(str(out)).orderBy("v").select("v").collect()
+    assert [r.v for r in rows] == sorted(big["v"].to_pylist())
+    assert pq.read_table(out)["v"].equals(big["v"])
