@@ -27,13 +27,14 @@ import pyarrow as pa
 
 from hoodie.errors import TableServiceError
 from hoodie.file_group.base_file import BaseFile, new_file_id, write_token
+from hoodie.file_group.base_file_writer import set_constant
 from hoodie.file_group.file_slice import FileGroupId, FileSlice
 from hoodie.file_group.log_file import LogFile
 from hoodie.io.fileio import join
 from hoodie.models.clustering import ClusteringGroup, ClusteringPlan, SliceInfo
 from hoodie.models.commit import ReplaceCommitMetadata, RuntimeStats, WriteStat
 from hoodie.read.reader import table_schema
-from hoodie.read.slice_reader import read_slice
+from hoodie.read.slice_reader import read_parquet, read_slice
 from hoodie.schema.avro_arrow import add_meta_fields
 from hoodie.services.base import (
     CRASH_ENV,
@@ -182,7 +183,12 @@ def cluster_group(task: Task) -> TaskResult:
     parts: list[pa.Table] = []
     scan_start = time.monotonic()
     for file_slice in slices:
-        parts.append(read_slice(table.fileio, table.base_path, file_slice, opts))
+        base_file = file_slice.base_file_path(table.base_path)
+        if base_file and not file_slice.log_files:
+            # A base file alone: read whole with threads (the rows read_slice would stream in batches).
+            parts.append(read_parquet(table.fileio, base_file, schema, on_read=opts.on_read))
+        else:
+            parts.append(read_slice(table.fileio, table.base_path, file_slice, opts))
     scan_ms = int((time.monotonic() - scan_start) * 1000)
     data = pa.concat_tables(parts) if parts else schema.empty_table()
     if not task["preserve_metadata"]:
@@ -198,15 +204,14 @@ def cluster_group(task: Task) -> TaskResult:
         chunk = data.slice(offset, length)
         new = BaseFile(file_ids[j], write_token(j, task_index, 0), instant_time)
         if FILE_NAME in chunk.column_names:
-            i = chunk.schema.get_field_index(FILE_NAME)
-            chunk = chunk.set_column(i, chunk.schema.field(i), pa.array([new.name] * length, pa.string()))
+            chunk = set_constant(chunk, FILE_NAME, new.name)
         markers.create(partition, new.name, IOType.CREATE)
         path = join(table.base_path, partition, new.name)
         if os.environ.get(CRASH_ENV) == "clustering.task_mid_write":
             with table.fileio.open_output(path) as half:  # a torn file, as a killed writer leaves one
                 half.write(b"PAR1" + b"\0" * 64)
             crash_point("clustering.task_mid_write")
-        size = write_rewritten_file(table, path, chunk.combine_chunks(), job.avro_schema, job.compression)
+        size = write_rewritten_file(table, path, chunk, job.avro_schema, job.compression)
         crash_point("clustering.task_after_write")
         stat = WriteStat(
             file_id=new.file_id,
