@@ -46,7 +46,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hoodie.config.table_config import BaseFileFormat, TableType
-from hoodie.errors import InvalidInputError, TableServiceError
+from hoodie.errors import InvalidInputError, TableServiceError, UnsupportedShapeError
 from hoodie.file_group.base_file import BaseFile, write_token
 from hoodie.file_group.base_file_writer import write_base_file
 from hoodie.file_group.file_slice import FileSlice
@@ -59,7 +59,7 @@ from hoodie.parquet.footer import FMD_SCHEMA
 from hoodie.parquet.pages import ARROW_CODECS, LZ4_HADOOP
 from hoodie.parquet.thrift import Struct, encode_struct
 from hoodie.services.base import TaskResult, crash_point
-from hoodie.services.slice_tasks import SliceTask
+from hoodie.services.slice_tasks import COMPRESSION_KEY, SliceTask
 from hoodie.table import HoodieTable
 from hoodie.write.markers import IOType, WriteMarkers
 
@@ -76,8 +76,15 @@ SCHEMA_EVOLUTION_KEY = "hoodie.clustering.plan.strategy.binary.copy.schema.evolu
 """``HoodieClusteringConfig.FILE_STITCHING_BINARY_COPY_SCHEMA_EVOLUTION_ENABLE`` (default false)."""
 
 
-class BinaryCopyRefused(TableServiceError):
-    """Hudi would binary-copy the plan and hts cannot write what it writes (nothing written)."""
+class BinaryCopyRefused(UnsupportedShapeError):
+    """Hudi would binary-copy the plan (or fail on it) and hts cannot write what it writes.
+
+    A shape refusal (the daemon shows it and does not retry); nothing is written.
+    """
+
+
+class _Refusal(Exception):
+    """Why the plan is refused; :func:`decide_binary_copy` names the table, evidence and instant."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +93,7 @@ class _Group:
     paths: list[str]
 
 
-def _plan_groups(table: HoodieTable, plan: ClusteringPlan, instant_time: str) -> list[_Group]:
+def _plan_groups(table: HoodieTable, plan: ClusteringPlan) -> list[_Group]:
     """Each group's data files, refusing slices binary copy cannot take as they are."""
     groups = []
     for k, group in enumerate(plan.input_groups or ()):
@@ -96,13 +103,13 @@ def _plan_groups(table: HoodieTable, plan: ClusteringPlan, instant_time: str) ->
             partition = info.partition_path or ""
             name = (info.data_file_path or "").rstrip("/").rsplit("/", 1)[-1]
             if not name:
-                raise BinaryCopyRefused(
-                    f"clustering {instant_time} group {k}: file group {partition}/{info.file_id} has no "
+                raise _Refusal(
+                    f"group {k}: file group {partition}/{info.file_id} has no "
                     "base file; Hudi's binary copy copies data files only and fails on it"
                 )
             if info.delta_file_paths:
-                raise BinaryCopyRefused(
-                    f"clustering {instant_time} group {k}: file group {partition}/{info.file_id} has log "
+                raise _Refusal(
+                    f"group {k}: file group {partition}/{info.file_id} has log "
                     f"files ({info.delta_file_paths[0]}); Hudi's binary copy would copy its base file "
                     "alone and lose their records"
                 )
@@ -125,19 +132,21 @@ def decide_binary_copy(
     reads only footers, so nothing is written either way.
     """
     strategy = plan.strategy.strategy_class_name if plan.strategy else None
+    operation = f"clustering {instant_time}"
     try:
         codec_id(compression)
     except InvalidInputError as exc:
-        raise BinaryCopyRefused(f"{table.base_path}: clustering {instant_time} refused: {exc}") from None
+        evidence = f"{COMPRESSION_KEY}={compression}"
+        raise BinaryCopyRefused(table.base_path, "clustering codec", evidence, operation, str(exc)) from None
     if strategy not in BINARY_COPY_STRATEGIES:
         return False
     try:
-        copy = _decide(table, plan, instant_time, options, compression, schema, strategy)
-    except BinaryCopyRefused as exc:
+        return _decide(table, plan, options, compression, schema, strategy)
+    except _Refusal as exc:
+        evidence = f"{EXECUTION_KEY}={strategy}"
         raise BinaryCopyRefused(
-            f"{table.base_path}: clustering {instant_time} with {EXECUTION_KEY}={strategy} refused: {exc}"
+            table.base_path, "binary-copy clustering", evidence, operation, str(exc)
         ) from None
-    return copy
 
 
 def write_rewritten_file(
@@ -163,7 +172,6 @@ def write_rewritten_file(
 def _decide(
     table: HoodieTable,
     plan: ClusteringPlan,
-    instant_time: str,
     options: Mapping[str, str],
     compression: str,
     schema: pa.Schema,
@@ -175,15 +183,13 @@ def _decide(
         log.info("%s: clustering with %s rewrites every group: %s", table.base_path, strategy, reason)
         return False
     evolution = str(options.get(SCHEMA_EVOLUTION_KEY, "false")).strip().lower() == "true"
-    groups = _plan_groups(table, plan, instant_time)
+    groups = _plan_groups(table, plan)
     footers = {p: read_file_footer(table.fileio, p) for g in groups for p in g.paths}
     if strategy == BINARY_COPY or evolution:
         try:
             reason = verify_files([file_info(meta, path) for path, meta in footers.items()])
         except UnsupportedSchema as exc:
-            raise BinaryCopyRefused(
-                f"clustering {instant_time}: {exc}: Hudi's ParquetBinaryCopyChecker fails on this schema"
-            ) from exc
+            raise _Refusal(f"{exc}: Hudi's ParquetBinaryCopyChecker fails on this schema") from exc
         if reason is not None:
             log.info("%s: clustering with %s rewrites every group: %s", table.base_path, strategy, reason)
             return False
@@ -195,14 +201,14 @@ def _decide(
                 with table.fileio.open_input(path) as source:
                     checked[key] = pq.ParquetFile(source).schema_arrow.equals(schema, check_metadata=False)
             if not checked[key]:
-                raise BinaryCopyRefused(
-                    f"clustering {instant_time} group {k}: {path} does not have the table's schema and "
+                raise _Refusal(
+                    f"group {k}: {path} does not have the table's schema and "
                     f"{SCHEMA_EVOLUTION_KEY}=true: Hudi writes the table's schema with null columns for "
                     "what a file lacks, which hts does not"
                 )
         found = plan_binary_copy(table.fileio, group.paths, compression, [footers[p] for p in group.paths])
         if isinstance(found, str):
-            raise BinaryCopyRefused(f"clustering {instant_time} group {k}: {found}")
+            raise _Refusal(f"group {k}: {found}")
     return True
 
 

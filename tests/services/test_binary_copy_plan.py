@@ -16,7 +16,7 @@ import pytest
 
 from hoodie.bloom import BloomFilterTypeCode
 from hoodie.config.table_config import TableType, TableVersion
-from hoodie.errors import TableServiceError
+from hoodie.errors import UnsupportedShapeError
 from hoodie.io.fileio import LocalFileIO
 from hoodie.parquet import footer as f
 from hoodie.parquet.copy import CopyPlan, binary_copy, plan_binary_copy
@@ -107,7 +107,7 @@ def test_stream_copy_without_schema_evolution_skips_the_checker_and_copies_every
     scheduled = schedule_clustering(ctx, ClusteringPolicy.from_options(ctx.options))
     assert scheduled is not None and scheduled.instant_time is not None
     hashes = table_hash(path)
-    with pytest.raises(TableServiceError, match="bloom filter type codes differ") as err:
+    with pytest.raises(UnsupportedShapeError, match="bloom filter type codes differ") as err:
         execute_clustering(ctx, scheduled.instant_time, LocalRunner())
     assert f"{EXECUTION}={STREAM_COPY}" in str(err.value)
     assert table_hash(path) == hashes
@@ -126,8 +126,10 @@ def _refused(path: Path, options: dict[str, str], match: str) -> None:
     scheduled = schedule_clustering(ctx, ClusteringPolicy.from_options(ctx.options))
     assert scheduled is not None and scheduled.instant_time is not None
     hashes = table_hash(path)
-    with pytest.raises(TableServiceError, match=match):
+    with pytest.raises(UnsupportedShapeError, match=match) as err:
         execute_clustering(ctx, scheduled.instant_time, LocalRunner())
+    assert f"clustering {scheduled.instant_time} is refused" in str(err.value)
+    assert str(err.value).endswith("Nothing was written.")
     assert table_hash(path) == hashes
     instant = table.reload().get(scheduled.instant_time, Action.REPLACE_COMMIT)
     assert instant is not None and instant.state is State.REQUESTED  # never went inflight
