@@ -239,3 +239,26 @@ def test_parquet_mr_reads_the_lz4_pages_hts_writes(tmp_path: Path, spark: Any) -
     rows = spark.read.parquet(str(out)).orderBy("v").select("v").collect()
     assert [r.v for r in rows] == sorted(big["v"].to_pylist())
     assert pq.read_table(out)["v"].equals(big["v"])
+
+
+@pytest.mark.parametrize(("strategy", "copied"), [(BINARY_COPY, False), (STREAM_COPY, True)])
+def test_two_level_lists_hudi_wrote_follow_hudis_checker(
+    table_copy: Any, strategy: str, copied: bool
+) -> None:
+    """A table Apache Hudi wrote with two-level 'array' lists: SparkBinaryCopy's checker sends the plan
+    to the rewrite; SparkStreamCopy without schema evolution skips the checker and copies as is."""
+    path = table_copy("sample_table/cow/v8_nonpartitioned")
+    shutil.copytree(path, path.parent / "rewrite")
+    before = hudi_rs_rows(path)
+    _cluster(
+        HoodieTable.open(str(path)),
+        {EXECUTION: strategy, "hoodie.clustering.plan.strategy.small.file.limit": str(1 << 30)},
+    )
+    _cluster(
+        HoodieTable.open(str(path.parent / "rewrite")),
+        {"hoodie.clustering.plan.strategy.small.file.limit": str(1 << 30)},
+    )
+    outputs = _copied(path)
+    assert outputs and all(c is copied for c in outputs.values())
+    assert _snapshot(path) == _snapshot(path.parent / "rewrite")
+    assert hudi_rs_rows(path) == before
