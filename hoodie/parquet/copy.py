@@ -194,6 +194,28 @@ def _merge_key_values(
     return merged, low, high
 
 
+SE_FIELD_ID = 9
+
+
+def schema_signature(meta: Struct) -> bytes:
+    """A file's Parquet schema as binary copy compares it: every element, except the root's name
+    and field ids, which say nothing about the stored values.
+
+    Hudi's copier writes the first input's schema and copies each input's chunks under the column of
+    the same path (``HoodieParquetBinaryCopyBase.processBlocksFromReader``): files whose signatures
+    are equal are copied as Hudi copies them (files written by parquet-avro and by pyarrow name the
+    root differently); any other difference (a column, a type, an annotation) is refused.
+    """
+    elements: list[Value] = []
+    for k, element in enumerate(meta.get_list(f.FMD_SCHEMA)):
+        if not isinstance(element, Struct):
+            raise CorruptFileError("a Parquet schema element is not a struct")
+        plain = Struct(dict(element.fields))
+        plain.drop(SE_FIELD_ID, *((f.SE_NAME,) if k == 0 else ()))
+        elements.append(plain)
+    return encode_struct(Struct({f.FMD_SCHEMA: (LIST, TList(STRUCT, elements))}))
+
+
 def plan_binary_copy(
     fileio: FileIO, paths: Sequence[str], codec: str, footers: Sequence[Struct] | None = None
 ) -> CopyPlan | str:
@@ -212,7 +234,7 @@ def plan_binary_copy(
     first_schema: bytes | None = None
     for k, path in enumerate(paths):
         meta = footers[k] if footers is not None else read_file_footer(fileio, path)
-        schema = encode_struct(Struct({f.FMD_SCHEMA: meta.fields[f.FMD_SCHEMA]}))
+        schema = schema_signature(meta)
         if first_schema is None:
             first_schema = schema
             reason = _schema_refusal(meta, path)
