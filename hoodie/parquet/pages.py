@@ -34,11 +34,14 @@ LZ4_HADOOP = 5
 LZ4_RAW = 7
 WRITABLE_CODECS = frozenset({*ARROW_CODECS, LZ4_HADOOP})
 """The codecs pages can be re-compressed from and to here (all but LZO)."""
-# Hadoop's Lz4Codec (what parquet-mr's CompressionCodecName.LZ4 names) compresses through a
+# Hadoop's Lz4Codec (what parquet-mr's CompressionCodecName.LZ4 names) frames LZ4 blocks through a
 # BlockCompressorStream with io.compression.codec.lz4.buffersize = 256 KiB: input of at most
-# MAX_INPUT bytes (the buffer less Lz4Compressor's overhead, size / 255 + 16) becomes one frame,
+# LZ4_MAX_INPUT bytes (the buffer less Lz4Compressor's overhead, size / 255 + 16) becomes one frame,
 # ``u32 BE raw length | u32 BE compressed length | LZ4 block``; a longer page gets the raw length
-# once, then one ``u32 BE compressed length | LZ4 block`` per MAX_INPUT bytes.
+# once, then one ``u32 BE compressed length | LZ4 block`` per LZ4_MAX_INPUT bytes. Both are read
+# here. hts writes every page as ONE frame, as Arrow's Lz4HadoopCodec does: parquet-mr (Spark's
+# reader, tested), pyarrow and hudi-rs read that, while hudi-rs (arrow-rs) fails on parquet-mr's
+# split frames ("the offset to copy is not contained in the decompressed buffer").
 LZ4_BUFFER = 256 * 1024
 LZ4_MAX_INPUT = LZ4_BUFFER - (LZ4_BUFFER // 255 + 16)
 
@@ -87,15 +90,9 @@ def lz4_block_length(block: bytes | memoryview) -> int:
 
 
 def lz4_hadoop_compress(data: bytes | memoryview) -> bytes:
-    """``data`` in Hadoop's LZ4 framing, as parquet-mr writes an LZ4 page (see LZ4_MAX_INPUT)."""
-    raw = pa.Codec("lz4_raw")
-    view = memoryview(data)
-    out = bytearray(struct.pack(">I", len(view)))
-    for start in range(0, max(len(view), 1), LZ4_MAX_INPUT):
-        block = raw.compress(view[start : start + LZ4_MAX_INPUT]).to_pybytes()
-        out += struct.pack(">I", len(block))
-        out += block
-    return bytes(out)
+    """``data`` as one frame of Hadoop's LZ4 framing (see LZ4_BUFFER for why one)."""
+    block: bytes = pa.Codec("lz4_raw").compress(data).to_pybytes()
+    return struct.pack(">II", len(data), len(block)) + block
 
 
 def lz4_hadoop_decompress(data: bytes | memoryview, size: int) -> bytes:

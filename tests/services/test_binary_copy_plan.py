@@ -262,3 +262,34 @@ def test_two_level_lists_hudi_wrote_follow_hudis_checker(
     assert outputs and all(c is copied for c in outputs.values())
     assert _snapshot(path) == _snapshot(path.parent / "rewrite")
     assert hudi_rs_rows(path) == before
+
+
+@pytest.mark.parametrize("strategy", [BINARY_COPY, RUN + "SparkSortAndSizeExecutionStrategy"])
+def test_lz4_pages_longer_than_hadoops_buffer_read_in_hudi_rs(tmp_path: Path, strategy: str) -> None:
+    """Pages over parquet-mr's 256 KiB LZ4 frame input are written as one frame, which hudi-rs reads."""
+    path = tmp_path / "t"
+    table = new_table(path, table_type=TableType.COPY_ON_WRITE, version=TableVersion.NINE, schema=SCHEMA)
+    writer = HoodieWriter(table, options=WriteOptions(small_file_limit=0))
+    rng = np.random.default_rng(11)
+    n = 60_000
+    for b in range(2):
+        writer.insert(
+            pa.table(
+                {
+                    "id": [f"k{b}-{i}" for i in range(n)],
+                    "ts": np.full(n, b + 1),
+                    "x": rng.integers(0, 1 << 60, n),
+                    "y": rng.random(n),
+                    "p": ["p0"] * n,
+                },
+                schema=SCHEMA,
+            )
+        )
+    before = hudi_rs_rows(path)
+    _cluster(HoodieTable.open(str(path)), {EXECUTION: strategy, CODEC: "lz4"})
+    assert _codecs(path) == {HUDI_CODECS["lz4"]}
+    for g, name in _live_groups(path).items():
+        md = pq.ParquetFile(path / g.partition_path / name).metadata
+        x = next(md.row_group(0).column(j) for j in range(md.num_columns) if md.schema.column(j).name == "x")
+        assert x.total_uncompressed_size > LZ4_MAX_INPUT  # one page (pyarrow's 1 MiB pages) past it
+    assert hudi_rs_rows(path) == before

@@ -119,20 +119,28 @@ def test_a_list_without_a_group_level_is_what_hudis_checker_fails_on() -> None:
     assert "two-level 'array' layout" in str(file_info(meta, "old.parquet").refusal)
 
 
-def test_hadoop_lz4_frames_round_trip_and_split_as_parquet_mr_splits_them() -> None:
+def test_hadoop_lz4_frames_round_trip_and_parquet_mrs_split_frames_read() -> None:
     small = b"abc" * 1000
     framed = lz4_hadoop_compress(small)
     assert int.from_bytes(framed[:4], "big") == len(small)
     assert int.from_bytes(framed[4:8], "big") == len(framed) - 8
     assert lz4_hadoop_decompress(framed, len(small)) == small
-    big = os.urandom(LZ4_MAX_INPUT // 2) * 3  # longer than one frame's input: pieces under one length
+    big = os.urandom(LZ4_MAX_INPUT // 2) * 3  # longer than parquet-mr's frame input: still one frame
     framed = lz4_hadoop_compress(big)
     assert int.from_bytes(framed[:4], "big") == len(big)
-    first = int.from_bytes(framed[4:8], "big")
-    assert lz4_block_length(framed[8 : 8 + first]) == LZ4_MAX_INPUT
+    assert int.from_bytes(framed[4:8], "big") == len(framed) - 8
+    assert lz4_block_length(framed[8:]) == len(big)
     assert lz4_hadoop_decompress(framed, len(big)) == big
+    # parquet-mr's split: the raw length once, then a compressed length and block per piece
+    raw = pa.Codec("lz4_raw")
+    pieces = [big[i : i + LZ4_MAX_INPUT] for i in range(0, len(big), LZ4_MAX_INPUT)]
+    split = len(big).to_bytes(4, "big")
+    for piece in pieces:
+        block = raw.compress(piece).to_pybytes()
+        split += len(block).to_bytes(4, "big") + block
+    assert len(pieces) == 2 and lz4_hadoop_decompress(split, len(big)) == big
     with pytest.raises(CorruptFileError):
-        lz4_hadoop_decompress(framed, len(big) + 1)
+        lz4_hadoop_decompress(split, len(big) + 1)
 
 
 def _pages(chunk: bytes) -> int:
