@@ -21,7 +21,8 @@ When Hudi would copy, hts copies exactly or refuses the plan (:class:`BinaryCopy
 nothing written) where it cannot write what Hudi writes:
 
 - a slice with log files or without a base file (Hudi copies the data file alone, or fails);
-- a group whose files' Parquet schemas differ: with schema evolution off Hudi writes the first
+- a group whose files' Parquet schemas differ (beyond the root's name and field ids, see
+  :func:`hoodie.parquet.copy.schema_signature`): with schema evolution off Hudi writes the first
   file's schema, dropping other files' extra columns or failing on missing ones
   (``HoodieParquetBinaryCopyBase.processBlocksFromReader``); with it on Hudi writes the table's
   schema with null columns for what a file lacks, which hts does not: it copies only files whose
