@@ -13,11 +13,16 @@ least / greatest over the inputs (Java string order), the bloom filters OR-ed; t
 ``original.created.by`` lists the inputs' writers. Parquet's own page indexes and bloom filters
 are not carried over (their offsets would need rewriting); readers do without them.
 
-Before writing a byte, :func:`plan_binary_copy` checks what Hudi's ``ParquetBinaryCopyChecker``
-checks (no decimals stored as INT32/INT64/INT96, no two-level ``array`` lists, one bloom filter
-type code across the inputs) and what copying needs (one schema, no encryption, codecs this
-module can re-compress, a plain string ``_hoodie_file_name``); it returns the reason when the
-inputs do not qualify, and the caller rewrites them instead.
+Whether Hudi copies a plan at all is :mod:`hoodie.parquet.checker`'s (Hudi's
+``ParquetBinaryCopyChecker``). Before writing a byte, :func:`plan_binary_copy` checks what copying
+one group needs (one schema, one bloom filter type code, no encryption, codecs this module can
+re-compress, a plain string ``_hoodie_file_name``); it returns the reason when the inputs do not
+qualify, and the caller refuses the plan.
+
+The output codec is parquet-mr's ``CompressionCodecName.fromConf`` of
+``hoodie.parquet.compression.codec`` (the enum value of its upper-cased name, Thrift ids below):
+``lz4`` is LZ4 (5, Hadoop-framed: :mod:`hoodie.parquet.pages`), not LZ4_RAW; ``lzo`` cannot be
+written here; a name that is not a value (``none``) fails in Hudi and is refused here.
 """
 
 from __future__ import annotations
@@ -45,7 +50,14 @@ from hoodie.file_group.base_file_writer import (
 )
 from hoodie.io.fileio import FileIO
 from hoodie.parquet import footer as f
-from hoodie.parquet.pages import ARROW_CODECS, can_transcode, transcode_chunk
+from hoodie.parquet.pages import (
+    ARROW_CODECS,
+    LZ4_HADOOP,
+    LZ4_RAW,
+    WRITABLE_CODECS,
+    can_transcode,
+    transcode_chunk,
+)
 from hoodie.parquet.thrift import I32, I64, LIST, STRUCT, Struct, TList, Value, encode_struct
 
 FILE_NAME_FIELD = "_hoodie_file_name"
@@ -53,14 +65,15 @@ ORIGINAL_CREATED_BY = "original.created.by"
 SPARK_ROW_METADATA = "org.apache.spark.sql.parquet.row.metadata"
 CODEC_IDS = {
     "uncompressed": 0,
-    "none": 0,
     "snappy": 1,
     "gzip": 2,
+    "lzo": 3,
     "brotli": 4,
+    "lz4": 5,
     "zstd": 6,
-    "lz4": 7,
     "lz4_raw": 7,
 }
+"""parquet-mr's ``CompressionCodecName`` values (lower-cased) -> the Thrift ``CompressionCodec`` id."""
 
 
 @dataclass(slots=True)
@@ -92,9 +105,21 @@ class CopyResult:
     max_record_key: str | None
 
 
-def codec_id(name: str) -> int | None:
-    """The Parquet codec ``hoodie.parquet.compression.codec`` names (as pyarrow writes it), if any."""
-    return CODEC_IDS.get(name.lower())
+def codec_id(name: str) -> int:
+    """The Parquet codec Hudi writes for ``hoodie.parquet.compression.codec=name``.
+
+    Raises :class:`InvalidInputError` naming the value when Hudi would fail on it (not a
+    ``CompressionCodecName``) or it is LZO, which hts cannot write.
+    """
+    code = CODEC_IDS.get(name.lower())
+    if code is None:
+        raise InvalidInputError(
+            f"hoodie.parquet.compression.codec={name} is not a parquet-mr CompressionCodecName "
+            f"(one of {', '.join(CODEC_IDS)}): Apache Hudi fails on it"
+        )
+    if code not in WRITABLE_CODECS:
+        raise InvalidInputError(f"hoodie.parquet.compression.codec={name}: hts cannot write {name} pages")
+    return code
 
 
 def _java_order(key: str) -> bytes:
@@ -103,19 +128,7 @@ def _java_order(key: str) -> bytes:
 
 
 def _schema_refusal(meta: Struct, what: str) -> str | None:
-    """Hudi's ``ParquetBinaryCopyChecker.schemaNotSupportBinaryCopy``, and what copying needs."""
-    elements = [e for e in meta.get_list(f.FMD_SCHEMA) if isinstance(e, Struct)]
-    for i, element in enumerate(elements[1:], start=1):
-        name = f.text(element, f.SE_NAME)
-        logical = element.get_struct(f.SE_LOGICAL_TYPE)
-        is_decimal = element.get(f.SE_CONVERTED_TYPE) == f.CONVERTED_DECIMAL or (
-            logical is not None and f.LOGICAL_DECIMAL in logical.fields
-        )
-        if is_decimal and element.get(f.SE_TYPE) in (f.INT32, f.INT64, f.INT96):
-            return f"{what}: decimal column {name!r} is stored as an integer"
-        is_list = element.get(f.SE_CONVERTED_TYPE) == f.CONVERTED_LIST and i + 1 < len(elements)
-        if is_list and f.text(elements[i + 1], f.SE_NAME) == "array":
-            return f"{what}: list column {name!r} has the two-level 'array' layout"
+    """What copying needs of the schema: ``_hoodie_file_name`` a plain string, to re-encode it."""
     for column in f.leaf_columns(meta):
         if column.path[0] == FILE_NAME_FIELD and (
             len(column.path) != 1 or column.physical_type != f.BYTE_ARRAY or column.repetition == f.REPEATED
@@ -181,19 +194,47 @@ def _merge_key_values(
     return merged, low, high
 
 
-def plan_binary_copy(fileio: FileIO, paths: Sequence[str], codec: str) -> CopyPlan | str:
-    """A plan to stitch ``paths`` into one file, or the reason they cannot be (nothing is written)."""
+SE_FIELD_ID = 9
+
+
+def schema_signature(meta: Struct) -> bytes:
+    """A file's Parquet schema as binary copy compares it: every element, except the root's name
+    and field ids, which say nothing about the stored values.
+
+    Hudi's copier writes the first input's schema and copies each input's chunks under the column of
+    the same path (``HoodieParquetBinaryCopyBase.processBlocksFromReader``): files whose signatures
+    are equal are copied as Hudi copies them (files written by parquet-avro and by pyarrow name the
+    root differently); any other difference (a column, a type, an annotation) is refused.
+    """
+    elements: list[Value] = []
+    for k, element in enumerate(meta.get_list(f.FMD_SCHEMA)):
+        if not isinstance(element, Struct):
+            raise CorruptFileError("a Parquet schema element is not a struct")
+        plain = Struct(dict(element.fields))
+        plain.drop(SE_FIELD_ID, *((f.SE_NAME,) if k == 0 else ()))
+        elements.append(plain)
+    return encode_struct(Struct({f.FMD_SCHEMA: (LIST, TList(STRUCT, elements))}))
+
+
+def plan_binary_copy(
+    fileio: FileIO, paths: Sequence[str], codec: str, footers: Sequence[Struct] | None = None
+) -> CopyPlan | str:
+    """A plan to stitch ``paths`` into one file, or the reason they cannot be (nothing is written).
+
+    ``footers`` are the files' footers when the caller has read them already.
+    """
     if not paths:
         return "no input files"
-    target = codec_id(codec)
-    if target is None:
-        return f"hoodie.parquet.compression.codec={codec} is not a codec binary copy writes"
+    try:
+        target = codec_id(codec)
+    except InvalidInputError as exc:
+        return str(exc)
     metas: list[Struct] = []
     type_codes: set[str | None] = set()
     first_schema: bytes | None = None
-    for path in paths:
-        meta = _read_footer(fileio, path)
-        schema = encode_struct(Struct({f.FMD_SCHEMA: meta.fields[f.FMD_SCHEMA]}))
+    for k, path in enumerate(paths):
+        meta = footers[k] if footers is not None else read_file_footer(fileio, path)
+        schema = schema_signature(meta)
         if first_schema is None:
             first_schema = schema
             reason = _schema_refusal(meta, path)
@@ -220,7 +261,7 @@ def plan_binary_copy(fileio: FileIO, paths: Sequence[str], codec: str) -> CopyPl
     return CopyPlan(tuple(paths), target, merged, low, high, rows, tuple(metas))
 
 
-def _read_footer(fileio: FileIO, path: str) -> Struct:
+def read_file_footer(fileio: FileIO, path: str) -> Struct:
     """The footer of ``path``, reading only the file's tail."""
     info = fileio.info(path)
     if info is None:
@@ -241,7 +282,9 @@ class _FileNameChunks:
 
     def __init__(self, value: str, codec: int, nullable: bool) -> None:
         self.value = value
-        self.codec = ARROW_CODECS[codec] or "none"
+        self.target = codec
+        # pyarrow writes LZ4 only as LZ4_RAW: its pages are re-framed for Hadoop's LZ4 below
+        self.codec = ARROW_CODECS[LZ4_RAW if codec == LZ4_HADOOP else codec] or "none"
         self.nullable = nullable
         self._cache: dict[int, tuple[bytes, Struct, int]] = {}
 
@@ -270,7 +313,18 @@ class _FileNameChunks:
             cm = chunk.get_struct(f.CC_META)
             assert cm is not None
             start, length = f.chunk_range(cm)
-            found = (data[start : start + length], cm, start)
+            pages = data[start : start + length]
+            if self.target == LZ4_HADOOP:
+                moved = transcode_chunk(pages, cm.get_int(f.CM_NUM_VALUES), LZ4_RAW, LZ4_HADOOP)
+                pages = moved.data
+                cm.set(f.CM_CODEC, I32, LZ4_HADOOP)
+                cm.set(f.CM_COMPRESSED, I64, len(pages))
+                cm.set(f.CM_UNCOMPRESSED, I64, moved.uncompressed_size)
+                cm.set(f.CM_DATA_PAGE_OFFSET, I64, start + moved.data_offset)
+                cm.drop(f.CM_DICTIONARY_PAGE_OFFSET)
+                if moved.dictionary_offset is not None:
+                    cm.set(f.CM_DICTIONARY_PAGE_OFFSET, I64, start + moved.dictionary_offset)
+            found = (pages, cm, start)
             self._cache[rows] = found
         return found
 
@@ -305,8 +359,27 @@ def _shift(cm: Struct, delta: int) -> None:
     cm.drop(f.CM_INDEX_PAGE_OFFSET, *f.CM_BLOOM_FILTER)
 
 
-def binary_copy(fileio: FileIO, plan: CopyPlan, output: str) -> CopyResult:
-    """Write ``output`` from the planned inputs' column chunks (see the module doc)."""
+def recompress(source_io: FileIO, source: str, fileio: FileIO, output: str, codec: int) -> CopyResult:
+    """``source`` written again at ``output`` with every page re-compressed to ``codec``.
+
+    Its footer key/values are kept as they are; its values are not decoded. This is how a file
+    pyarrow wrote in LZ4_RAW becomes the Hadoop-framed LZ4 file parquet-mr writes for ``lz4``.
+    """
+    meta = read_file_footer(source_io, source)
+    kv = f.key_values(meta)
+    low, high = kv.get(MIN_RECORD_KEY_FOOTER), kv.get(MAX_RECORD_KEY_FOOTER)
+    plan = CopyPlan((source,), codec, kv, low, high, meta.get_int(f.FMD_NUM_ROWS), (meta,))
+    return binary_copy(fileio, plan, output, source_io=source_io)
+
+
+def binary_copy(
+    fileio: FileIO, plan: CopyPlan, output: str, *, source_io: FileIO | None = None
+) -> CopyResult:
+    """Write ``output`` from the planned inputs' column chunks (see the module doc).
+
+    The inputs are read through ``source_io`` when given, else through ``fileio``.
+    """
+    reader = source_io or fileio
     file_name = output.rstrip("/").rsplit("/", 1)[-1]
     first = plan._metas[0]
     columns = f.leaf_columns(first)
@@ -321,7 +394,7 @@ def binary_copy(fileio: FileIO, plan: CopyPlan, output: str) -> CopyResult:
     with fileio.open_output(output) as sink:
         sink.write(f.MAGIC)
         for path, meta in zip(plan.inputs, plan._metas, strict=True):
-            if fileio.read_range(path, 0, 4) != f.MAGIC:
+            if reader.read_range(path, 0, 4) != f.MAGIC:
                 raise CorruptFileError(f"{path} is not a Parquet file (no leading {f.MAGIC!r})")
             for rg in meta.get_list(f.FMD_ROW_GROUPS):
                 assert isinstance(rg, Struct)
@@ -330,7 +403,7 @@ def binary_copy(fileio: FileIO, plan: CopyPlan, output: str) -> CopyResult:
                     continue  # nothing to carry (parquet-mr never writes one; a reader needs none)
                 # One read per row group (Hudi reads a row group's span at once too): memory stays
                 # bounded by the largest row group, not the file.
-                span_start, data = _read_row_group(fileio, path, rg)
+                span_start, data = _read_row_group(reader, path, rg)
                 out_rg = Struct(dict(rg.fields))
                 out_chunks: list[Struct] = []
                 start_of_group = pos

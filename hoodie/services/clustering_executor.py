@@ -27,13 +27,14 @@ import pyarrow as pa
 
 from hoodie.errors import TableServiceError
 from hoodie.file_group.base_file import BaseFile, new_file_id, write_token
-from hoodie.file_group.base_file_writer import write_base_file
+from hoodie.file_group.base_file_writer import set_constant
 from hoodie.file_group.file_slice import FileGroupId, FileSlice
 from hoodie.file_group.log_file import LogFile
 from hoodie.io.fileio import join
 from hoodie.models.clustering import ClusteringGroup, ClusteringPlan, SliceInfo
 from hoodie.models.commit import ReplaceCommitMetadata, RuntimeStats, WriteStat
-from hoodie.read.slice_reader import read_slice
+from hoodie.read.reader import table_schema
+from hoodie.read.slice_reader import read_parquet, read_slice
 from hoodie.schema.avro_arrow import add_meta_fields
 from hoodie.services.base import (
     CRASH_ENV,
@@ -49,12 +50,14 @@ from hoodie.services.clustering_copy import (
     BINARY_COPY_STRATEGIES,
     RUN_PACKAGE,
     SORT_COLUMNS_KEY,
-    binary_copy_refusal,
     copy_group,
+    decide_binary_copy,
+    write_rewritten_file,
 )
 from hoodie.services.layout import LayoutOptions, parse_sort_columns, sort_for_layout
 from hoodie.services.rollback import recover_inflight
 from hoodie.services.slice_tasks import (
+    COMPRESSION_KEY,
     SliceTask,
     latest_writer_schema,
     require_files,
@@ -180,7 +183,12 @@ def cluster_group(task: Task) -> TaskResult:
     parts: list[pa.Table] = []
     scan_start = time.monotonic()
     for file_slice in slices:
-        parts.append(read_slice(table.fileio, table.base_path, file_slice, opts))
+        base_file = file_slice.base_file_path(table.base_path)
+        if base_file and not file_slice.log_files:
+            # A base file alone: read whole with threads (the rows read_slice would stream in batches).
+            parts.append(read_parquet(table.fileio, base_file, schema, on_read=opts.on_read))
+        else:
+            parts.append(read_slice(table.fileio, table.base_path, file_slice, opts))
     scan_ms = int((time.monotonic() - scan_start) * 1000)
     data = pa.concat_tables(parts) if parts else schema.empty_table()
     if not task["preserve_metadata"]:
@@ -196,17 +204,14 @@ def cluster_group(task: Task) -> TaskResult:
         chunk = data.slice(offset, length)
         new = BaseFile(file_ids[j], write_token(j, task_index, 0), instant_time)
         if FILE_NAME in chunk.column_names:
-            i = chunk.schema.get_field_index(FILE_NAME)
-            chunk = chunk.set_column(i, chunk.schema.field(i), pa.array([new.name] * length, pa.string()))
+            chunk = set_constant(chunk, FILE_NAME, new.name)
         markers.create(partition, new.name, IOType.CREATE)
         path = join(table.base_path, partition, new.name)
         if os.environ.get(CRASH_ENV) == "clustering.task_mid_write":
             with table.fileio.open_output(path) as half:  # a torn file, as a killed writer leaves one
                 half.write(b"PAR1" + b"\0" * 64)
             crash_point("clustering.task_mid_write")
-        result = write_base_file(
-            table.fileio, path, chunk.combine_chunks(), job.avro_schema, compression=job.compression
-        )
+        size = write_rewritten_file(table, path, chunk, job.avro_schema, job.compression)
         crash_point("clustering.task_after_write")
         stat = WriteStat(
             file_id=new.file_id,
@@ -215,7 +220,7 @@ def cluster_group(task: Task) -> TaskResult:
             num_writes=length,
             num_deletes=0,
             num_update_writes=0,
-            total_write_bytes=result.size,
+            total_write_bytes=size,
             total_write_errors=0,
             partition_path=partition,
             total_log_records=0,
@@ -224,7 +229,7 @@ def cluster_group(task: Task) -> TaskResult:
             total_log_blocks=0,
             total_corrupt_log_block=0,
             total_rollback_blocks=0,
-            file_size_in_bytes=result.size,
+            file_size_in_bytes=size,
             runtime_stats=RuntimeStats(
                 total_scan_time=0,
                 total_create_time=int((time.monotonic() - create_start) * 1000),
@@ -358,6 +363,11 @@ def execute_clustering(ctx: ServiceContext, instant_time: str, runner: Runner) -
         for piece in group.slices or ():
             slice_of(piece)  # every name must parse: a bad plan fails before anything is written
     inputs = _input_groups(plan)
+    params = (plan.strategy.strategy_params if plan.strategy else None) or {}
+    # One decision for the whole plan, before anything is written (a refusal raises here).
+    binary_copy = decide_binary_copy(
+        table, plan, instant_time, ctx.options, ctx.options.get(COMPRESSION_KEY, "gzip"), table_schema(table)
+    )
     with claim_instant(
         ctx, instant_time, Action.REPLACE_COMMIT, "clustering", undo=lambda i: recover_inflight(ctx, i)
     ) as claim:
@@ -365,7 +375,6 @@ def execute_clustering(ctx: ServiceContext, instant_time: str, runner: Runner) -
         if instant.is_inflight:
             recover_inflight(ctx, instant)
         timeline = table.reload()
-        params = (plan.strategy.strategy_params if plan.strategy else None) or {}
         schema_json = latest_writer_schema(table, "clustering")
         meta_avro = add_meta_fields(schema_json) if table.config.populate_meta_fields else schema_json
         inflight = timeline.transition_to_inflight(Instant(instant_time, instant.action, State.REQUESTED))
@@ -376,7 +385,7 @@ def execute_clustering(ctx: ServiceContext, instant_time: str, runner: Runner) -
             "preserve_metadata": bool(plan.preserve_hoodie_metadata),
             "sort_columns": params.get(SORT_COLUMNS_KEY),
             "layout": LayoutOptions.from_options(ctx.options).to_options(),
-            "binary_copy_refusal": binary_copy_refusal(table, strategy, params),
+            "binary_copy": binary_copy,
         }
         tasks = [
             {

@@ -25,6 +25,7 @@ from hoodie.errors import CorruptFileError, InvalidInputError
 from hoodie.file_group.base_file_writer import BloomOptions, footer_metadata
 from hoodie.io.fileio import LocalFileIO
 from hoodie.parquet import footer as f
+from hoodie.parquet.checker import file_info, verify_files
 from hoodie.parquet.copy import CopyPlan, binary_copy, plan_binary_copy
 from hoodie.parquet.pages import DATA_PAGE, DATA_PAGE_V2, DICTIONARY_PAGE
 from hoodie.parquet.thrift import (
@@ -42,6 +43,11 @@ from tests.conftest import fixture_names, fixture_path
 
 AVRO = {"type": "record", "name": "r", "fields": []}
 META = ["_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path"]
+
+
+def _check(*paths: Path) -> str | None:
+    """Hudi's ParquetBinaryCopyChecker over ``paths``."""
+    return verify_files([file_info(f.read_footer(p.read_bytes(), str(p)), str(p)) for p in paths])
 
 
 def _footer_span(data: bytes) -> bytes:
@@ -266,8 +272,9 @@ def test_inputs_that_do_not_qualify_are_named_and_nothing_is_written(tmp_path: P
     decimals = tmp_path / "dec.parquet"
     table = pa.table({"d": pa.array([decimal.Decimal("1.25")], pa.decimal128(5, 2))})
     pq.write_table(table, decimals, store_decimal_as_integer=True)
-    assert "stored as an integer" in str(plan_binary_copy(fileio, [str(decimals)], "snappy"))
-    assert "not a codec binary copy writes" in str(plan_binary_copy(fileio, paths, "lzo"))
+    assert "stored as an integer" in str(_check(decimals))
+    assert "hts cannot write lzo pages" in str(plan_binary_copy(fileio, paths, "lzo"))
+    assert "none is not a parquet-mr CompressionCodecName" in str(plan_binary_copy(fileio, paths, "none"))
     assert not (tmp_path / "out.parquet").exists()
 
 
@@ -341,4 +348,45 @@ def test_two_level_lists_apache_hudi_wrote_are_refused_as_hudi_refuses_them(fixt
     paths = [
         p for g in _by_schema(fixture_path(fixture_root, "sample_table/cow/v8_nonpartitioned")) for p in g
     ]
-    assert "two-level 'array' layout" in str(plan_binary_copy(LocalFileIO(), paths[:1], "gzip"))
+    assert "two-level 'array' layout" in str(_check(Path(paths[0])))
+
+
+def _renamed_root(path: Path, name: bytes) -> None:
+    """Rewrite ``path``'s footer with the schema root named ``name`` and a field id on each column."""
+    data = path.read_bytes()
+    meta = f.read_footer(data, str(path))
+    elements = meta.get_list(f.FMD_SCHEMA)
+    for k, element in enumerate(elements):
+        assert isinstance(element, Struct)
+        if k == 0:
+            element.set(f.SE_NAME, 8, name)  # BINARY
+        else:
+            element.set(9, I32, k)  # field_id
+    length = int.from_bytes(data[-8:-4], "little")
+    path.write_bytes(data[: len(data) - 8 - length] + f.footer_bytes(meta))
+
+
+def test_files_whose_schemas_differ_only_in_root_name_and_field_ids_copy_under_the_first_schema(
+    tmp_path: Path,
+) -> None:
+    fileio = LocalFileIO()
+    paths, expected = _write_inputs(tmp_path, "snappy", "1.0", sizes=(120, 80))
+    _renamed_root(Path(paths[1]), b"hoodie.t.t_record")  # as parquet-avro names the root
+    plan = plan_binary_copy(fileio, paths, "snappy")
+    assert isinstance(plan, CopyPlan), plan
+    out = tmp_path / "out.parquet"
+    binary_copy(fileio, plan, str(out))
+    got = pq.read_table(out).drop_columns(["_hoodie_file_name"])
+    assert got.equals(expected.drop_columns(["_hoodie_file_name"]))
+    first = f.read_footer(Path(paths[0]).read_bytes(), paths[0])
+    written = f.read_footer(out.read_bytes(), str(out))
+    assert encode_struct(Struct({f.FMD_SCHEMA: written.fields[f.FMD_SCHEMA]})) == encode_struct(
+        Struct({f.FMD_SCHEMA: first.fields[f.FMD_SCHEMA]})
+    )  # the first input's schema, as Hudi's copier writes it
+
+    # An annotation that changes what the values mean is a different schema: refused.
+    plain = tmp_path / "plain.parquet"
+    stamped = tmp_path / "stamped.parquet"
+    pq.write_table(pa.table({"t": pa.array([1, 2], pa.int64())}), plain)
+    pq.write_table(pa.table({"t": pa.array([1, 2], pa.timestamp("ms"))}), stamped)
+    assert "different Parquet schema" in str(plan_binary_copy(fileio, [str(plain), str(stamped)], "snappy"))
