@@ -447,6 +447,9 @@ def metadata_updates(
         metadata = model.from_bytes(payload, version)
         added = _written_files(metadata)
         b.files_added(_with_cdc_logs(added, metadata))
+        if isinstance(metadata, ReplaceCommitMetadata) and metadata.operation_type == "DELETE_PARTITION":
+            # HoodieTableMetadataUtil.getPartitionsDeleted: the partitions leave the partition list.
+            b.files_deleted({}, list(metadata.partition_to_replace_file_ids or {}))
         service = instant.action in (Action.COMPACTION, Action.LOG_COMPACTION, Action.CLUSTERING)
         b.stats_added(added)
         b.blooms_added(added)

@@ -116,6 +116,15 @@ _EXPRESSION_INDEX = (
     "(HoodieTableMetadataUtil, expr_index_ partitions); hts cannot evaluate Spark expressions, so it "
     "does not commit anything the index would have to follow"
 )
+_FLINK_STATE_TTL = (
+    "the Flink job keeps its key -> file group index in Flink state and is not told about file groups a "
+    "delete_partition replacecommit replaces: its updates would go to replaced file groups and be lost"
+)
+_SCHEMA_ON_READ_TTL = (
+    "Hudi's write client records the InternalSchema with a commit (saveInternalSchema: latest_schema and "
+    ".schemacommit) on the commit paths that call it, and a delete_partition may or may not take one "
+    "depending on how it is run (inline TTL, HoodieTTLJob, run_ttl); hts does not commit one"
+)
 _OPEN_REASONS: dict[Shape, str] = {
     Shape.BOOTSTRAP: (
         "Hudi stitches skeleton files with the external source files (HoodieFileGroupReader bootstrap "
@@ -158,6 +167,7 @@ _EXPR_REFUSED = {
         "rollback",
         "restore",
         "metadata",
+        "ttl",
     )
 }
 
@@ -169,6 +179,9 @@ MATRIX: Mapping[Shape, Mapping[str, str]] = MappingProxyType(
         Shape.CDC: {},
         # Writes are routed by bucket (hoodie.write.bucket_planner, which also refuses a bucket table
         # written without its bucket options, naming a file id and the keys to pass).
+        # Partition TTL is handled on every bucket layout: DELETE_PARTITION is in the layouts'
+        # SUPPORTED_OPERATIONS (HoodieSimpleBucketLayout, HoodieConsistentBucketLayout) and Hudi's
+        # delete-partition commit writes no bucket metadata; later writes start new buckets.
         Shape.SIMPLE_BUCKET: {
             f"{WRITE}:bulk_insert": _BUCKET_WRITE,
             f"{WRITE}:insert_overwrite_table": _BUCKET_WRITE,
@@ -192,11 +205,11 @@ MATRIX: Mapping[Shape, Mapping[str, str]] = MappingProxyType(
             "restore": _PARTITION_BUCKET_ROLLBACK,
             "archival": _PARTITION_BUCKET_ARCHIVAL,
         },
-        Shape.FLINK_STATE: {"clustering": _FLINK_STATE_CLUSTERING},
+        Shape.FLINK_STATE: {"clustering": _FLINK_STATE_CLUSTERING, "ttl": _FLINK_STATE_TTL},
         # Each file is read with the InternalSchema of its own instant, columns matched by field id
         # (hoodie.read.reader.schema_on_read, as InternalSchemaCache / InternalSchemaMerger), and
         # writes record latest_schema and the .schemacommit history as saveInternalSchema does.
-        Shape.SCHEMA_ON_READ: {"indexing": _SCHEMA_ON_READ_INDEXING},
+        Shape.SCHEMA_ON_READ: {"indexing": _SCHEMA_ON_READ_INDEXING, "ttl": _SCHEMA_ON_READ_TTL},
         Shape.PARTIAL_UPDATES: {},
         Shape.EXPRESSION_INDEX: _EXPR_REFUSED,
         Shape.METADATA_TABLE: {},
