@@ -432,3 +432,31 @@ def test_refused_before_writing(tmp_path: Path) -> None:
         with pytest.raises(UnsupportedTableError, match="non-partitioned"):
             ttl(flat, {DAYS: "10"})
     assert table_hash(flat) == before
+
+
+def test_a_cdc_query_over_the_delete_shows_the_partitions_rows_deleted(tmp_path: Path) -> None:
+    from hoodie.cdc.reader import read_cdc
+
+    path = tmp_path / "t"
+    new_table(
+        path,
+        table_type=TableType.MERGE_ON_READ,
+        extra_properties={
+            "hoodie.table.cdc.enabled": "true",
+            "hoodie.table.cdc.supplemental.logging.mode": "DATA_BEFORE_AFTER",
+        },
+    )
+    write(path, 40, rows(range(6), 1))
+    write(path, 1, rows([2, 5], 2), "insert")  # new file groups in p2
+    last = HoodieTable.open(str(path)).reload().completed().last()
+    assert last is not None
+
+    outcome = ttl(path, {DAYS: "10"})
+
+    assert planned(outcome) == ["p0", "p1"]
+    changes = read_cdc(HoodieTable.open(str(path)), last.requested_time).to_pylist()
+    # HoodieCDCExtractor's REPLACE_COMMIT case: every row of a replaced file group's slice, deleted
+    assert sorted((c["op"], json.loads(c["before"])["id"]) for c in changes) == [
+        ("d", f"k{i}") for i in (0, 1, 3, 4)
+    ]
+    assert all(c["after"] is None for c in changes)
