@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar, NoReturn
 
@@ -41,18 +42,22 @@ from hoodie.models.clustering import RequestedReplaceMetadata
 from hoodie.models.commit import CommitMetadata, ReplaceCommitMetadata, WriteOperationType
 from hoodie.services.base import (
     ExecutionResult,
+    LocalRunner,
     Runner,
     Scheduled,
     ServiceContext,
     crash_point,
     register_service,
+    service_named,
 )
 from hoodie.services.planning import planning_view
 from hoodie.services.ttl_strategy import TTLConfig, expired_partitions
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.timeline import ActiveTimeline
-from hoodie.transaction.heartbeat import Heartbeat
+from hoodie.transaction.heartbeat import Heartbeat, HeartbeatConfig
+from hoodie.transaction.lock import LockProvider
+from hoodie.transaction.time_generator import TimeSource
 
 log = logging.getLogger(__name__)
 
@@ -248,6 +253,28 @@ def _commit(ctx: ServiceContext, timeline: ActiveTimeline, plan: TTLPlan) -> Ins
         raise
     heartbeat.stop()
     return done
+
+
+def run_inline(
+    table: HoodieTable,
+    options: Mapping[str, str],
+    lock: LockProvider,
+    time_source: TimeSource,
+    heartbeat: HeartbeatConfig,
+) -> ExecutionResult | None:
+    """After a writer's commit: partition TTL when ``hoodie.partition.ttl.inline`` is true (Hudi's
+    ``BaseHoodieTableServiceClient.runTableServicesInline``), else nothing."""
+    if not TTLConfig.from_options(options).inline:
+        return None
+    from hoodie.services.orchestrator import service_context
+
+    ctx = service_context(table, options, lock=lock, time_source=time_source)
+    ctx.heartbeat = heartbeat
+    service = service_named(SERVICE)
+    scheduled = service.schedule(ctx)
+    if scheduled is None or scheduled.instant_time is None:
+        return None
+    return service.execute(ctx, scheduled.instant_time, LocalRunner())
 
 
 class PartitionTTLService:

@@ -460,3 +460,19 @@ def test_a_cdc_query_over_the_delete_shows_the_partitions_rows_deleted(tmp_path:
         ("d", f"k{i}") for i in (0, 1, 3, 4)
     ]
     assert all(c["after"] is None for c in changes)
+
+
+def test_inline_ttl_runs_after_a_writers_commit(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    new_table(path, table_type=TableType.COPY_ON_WRITE)
+    write(path, 40, rows(range(6), 1))
+    HoodieWriter(HoodieTable.open(str(path)), write_props={DAYS: "10"}).upsert(rows([2], 2))
+    assert keys(path) == {f"k{i}" for i in range(6)}  # not inline: nothing deleted
+
+    inline = {DAYS: "10", "hoodie.partition.ttl.inline": "true"}
+    HoodieWriter(HoodieTable.open(str(path)), write_props=inline).upsert(rows([5], 3))
+
+    timeline = HoodieTable.open(str(path)).reload()
+    last = timeline.completed().last()
+    assert last is not None and last.action is Action.REPLACE_COMMIT  # the TTL commit follows the write
+    assert keys(path) == hudi_rs_keys(path) == {"k2", "k5"}
