@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 from hoodie.config.table_config import TableType, TableVersion
-from hoodie.errors import InvalidInputError, UnsupportedTableError
+from hoodie.errors import InvalidInputError, UnsupportedShapeError, UnsupportedTableError
 from hoodie.metadata.records import MetadataPartition
 from hoodie.metadata.table import MetadataTable
 from hoodie.models.clustering import RequestedReplaceMetadata
@@ -27,6 +27,7 @@ from hoodie.services.ttl_strategy import (
     instant_time_plus_millis,
     java_hash_map_order,
 )
+from hoodie.shape.matrix import OPEN_REFUSED, cell
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, State
 from hoodie.transaction.lock import InProcessLockProvider
@@ -35,6 +36,7 @@ from hoodie.write.options import WriteOptions
 from hoodie.write.writer import HoodieWriter
 from service.cli import main
 from tests.conftest import hudi_rs_rows
+from tests.services.test_shapes import CASES, Case, base_table
 from tests.tables import SCHEMA, new_table, rows
 
 DAY_MS = 24 * 3600 * 1000
@@ -476,3 +478,38 @@ def test_inline_ttl_runs_after_a_writers_commit(tmp_path: Path) -> None:
     last = timeline.completed().last()
     assert last is not None and last.action is Action.REPLACE_COMMIT  # the TTL commit follows the write
     assert keys(path) == hudi_rs_keys(path) == {"k2", "k5"}
+
+
+# -- the shape matrix ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.shape.name.lower() for c in CASES])
+def test_the_shape_matrix_cells_of_ttl(case: Case, tmp_path: Path) -> None:
+    """Every census shape: refused cells name the shape and its evidence and change no file; handled
+    ones delete the expired partitions (a TTL instant 40 days on, so that every partition expired)
+    and readers see none of their rows."""
+    shape, build, options, evidence = case.shape, case.build, case.options, case.evidence
+    path = base_table(tmp_path / "t")
+    build(path)
+    before = table_hash(path)
+    opened = None if shape in OPEN_REFUSED else HoodieTable.open(str(path))
+
+    def later() -> ServiceOutcome:
+        table = opened or HoodieTable.open(str(path))
+        lock = InProcessLockProvider(table.base_path)
+        clock = WaitBasedTimeGenerator(
+            lock, table.tz, clock_ms=lambda: int(time.time() * 1000) + 40 * DAY_MS, scope=f"{path}-ttl"
+        )
+        ctx = service_context(table, {**options, DAYS: "10"}, lock=lock, time_source=clock)
+        return run(ctx, "ttl", LocalRunner)
+
+    if cell(shape, "ttl") is not None:
+        with pytest.raises(UnsupportedTableError) as refused:
+            later()
+        assert isinstance(refused.value, UnsupportedShapeError) or shape in OPEN_REFUSED
+        assert shape.value in str(refused.value) and evidence in str(refused.value)
+        assert table_hash(path) == before
+        return
+    outcome = later()
+    assert planned(outcome) == ["p0", "p1", "p2"] and outcome.executed
+    assert keys(path) == set() == hudi_rs_keys(path)
