@@ -426,6 +426,17 @@ def _new_file_locations(table: HoodieTable, metadata: CommitMetadata) -> RecordI
     return changes
 
 
+def _dropped_keys(b: _Builder, partitions: list[str]) -> RecordIndexChanges:
+    """HoodieBackedTableMetadataWriter's record-index update for a DELETE_PARTITION: every key of the
+    partitions' latest base files (the view the commit is made on, where they are not replaced yet)
+    leaves the record index (getRecordIndexReplacedRecords)."""
+    changes = RecordIndexChanges()
+    for file_slice in b.view.latest_base_files(partitions):
+        assert file_slice.base_file is not None
+        changes.deleted.update(_record_keys(b.table, file_slice.partition_path, file_slice.base_file.name))
+    return changes
+
+
 def metadata_updates(
     table: HoodieTable,
     timeline: ActiveTimeline,
@@ -449,7 +460,10 @@ def metadata_updates(
         b.files_added(_with_cdc_logs(added, metadata))
         if isinstance(metadata, ReplaceCommitMetadata) and metadata.operation_type == "DELETE_PARTITION":
             # HoodieTableMetadataUtil.getPartitionsDeleted: the partitions leave the partition list.
-            b.files_deleted({}, list(metadata.partition_to_replace_file_ids or {}))
+            dropped = list(metadata.partition_to_replace_file_ids or {})
+            b.files_deleted({}, dropped)
+            if record_index is None and b.enabled(MetadataPartition.RECORD_INDEX):
+                record_index = _dropped_keys(b, dropped)
         service = instant.action in (Action.COMPACTION, Action.LOG_COMPACTION, Action.CLUSTERING)
         b.stats_added(added)
         b.blooms_added(added)

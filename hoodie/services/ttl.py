@@ -65,11 +65,17 @@ SERVICE = "ttl"
 DELETE_PARTITION = WriteOperationType.DELETE_PARTITION.value
 METADATA_PARTITIONS_KEY = "hoodie.table.metadata.partitions"
 _KEPT_CURRENT = frozenset(
-    {MetadataPartition.FILES, MetadataPartition.COLUMN_STATS, MetadataPartition.BLOOM_FILTERS}
+    {
+        MetadataPartition.FILES,
+        MetadataPartition.COLUMN_STATS,
+        MetadataPartition.BLOOM_FILTERS,
+        MetadataPartition.RECORD_INDEX,
+    }
 )
-"""Metadata partitions a delete-partition commit leaves as they are (no write stats) or that hts updates
-(``files``). Hudi also deletes the partitions' ``partition_stats`` and the record index entries of the
-replaced file groups; hts refuses those tables."""
+"""Metadata partitions a delete-partition commit leaves as they are (no write stats: column stats, bloom
+filters) or that hts updates as Hudi does (``files``, ``record_index``: ``hoodie.metadata.sync``). Hudi
+also deletes the partitions' ``partition_stats``; hts refuses those tables, and tables with secondary
+indexes."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -107,9 +113,8 @@ def require_maintainable_metadata(table: HoodieTable) -> None:
         raise UnsupportedTableError(
             f"{table.base_path}: partition TTL is refused on a table whose metadata table has {other} "
             f"({METADATA_PARTITIONS_KEY}={','.join(enabled_partitions(table))}): Hudi's delete-partition "
-            "commit also deletes those partitions' partition_stats and the record index entries of the "
-            "replaced file groups (HoodieTableMetadataUtil, HoodieBackedTableMetadataWriter); hts does not. "
-            "Nothing was written."
+            "commit also deletes those partitions' partition_stats (HoodieTableMetadataUtil), and hts has "
+            "not settled what it does to secondary indexes; hts writes neither. Nothing was written."
         )
 
 

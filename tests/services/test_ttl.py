@@ -398,19 +398,45 @@ def test_a_pending_compaction_in_an_expired_partition_blocks_the_delete(tmp_path
     assert table_hash(path) == before
 
 
-def test_refused_before_writing(tmp_path: Path) -> None:
+def test_the_record_index_drops_the_keys_of_the_deleted_partitions(tmp_path: Path) -> None:
     path = tmp_path / "t"
     new_table(path, table_type=TableType.COPY_ON_WRITE)
-    write(path, 40, rows(range(6), 1))
-    HoodieTable.open(str(path))
+    write(path, 40, rows(range(9), 1))
+    write(path, 1, rows([2, 5], 2), "upsert")
     run(
         service_context(HoodieTable.open(str(path)), {"hoodie.metadata.record.index.enable": "true"}),
         "indexing",
         LocalRunner,
     )
-    assert MetadataPartition.RECORD_INDEX in HoodieTable.open(str(path)).config.metadata_partitions
+    table = HoodieTable.open(str(path))
+    assert MetadataPartition.RECORD_INDEX in table.config.metadata_partitions
+    index = MetadataTable.open(table, table.reload()).read_partition(MetadataPartition.RECORD_INDEX)
+    assert sorted(index) == sorted(f"k{i}" for i in range(9))
+
+    ttl(path, {DAYS: "10"})
+
+    table = HoodieTable.open(str(path))
+    index = MetadataTable.open(table, table.reload()).read_partition(MetadataPartition.RECORD_INDEX)
+    # getRecordIndexReplacedRecords: the keys of p0's and p1's latest base files leave the index
+    assert sorted(index) == ["k2", "k5", "k8"]
+    assert keys(path) == hudi_rs_keys(path) == {"k2", "k5", "k8"}
+    # a write of a deleted key inserts it again, in a new file group of its partition
+    HoodieWriter(HoodieTable.open(str(path))).upsert(rows([0], 9))
+    assert keys(path) == {"k0", "k2", "k5", "k8"}
+
+
+def test_refused_before_writing(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    new_table(path, table_type=TableType.COPY_ON_WRITE)
+    write(path, 40, rows(range(6), 1))
+    run(
+        service_context(HoodieTable.open(str(path)), {"hoodie.metadata.index.column.stats.enable": "true"}),
+        "indexing",
+        LocalRunner,
+    )
+    assert MetadataPartition.PARTITION_STATS in HoodieTable.open(str(path)).config.metadata_partitions
     before = table_hash(path)
-    with pytest.raises(UnsupportedTableError, match=r"record_index.*Nothing was written"):
+    with pytest.raises(UnsupportedTableError, match=r"partition_stats.*Nothing was written"):
         ttl(path, {DAYS: "10"})
     assert table_hash(path) == before
 
