@@ -37,7 +37,7 @@ from hoodie.write.writer import HoodieWriter
 from service.cli import main
 from tests.conftest import hudi_rs_rows
 from tests.services.test_shapes import CASES, Case, base_table
-from tests.tables import SCHEMA, new_table, rows
+from tests.tables import SCHEMA, hts, new_table, rows
 
 DAY_MS = 24 * 3600 * 1000
 DAYS = "hoodie.partition.ttl.strategy.days.retain"
@@ -539,3 +539,36 @@ def test_the_shape_matrix_cells_of_ttl(case: Case, tmp_path: Path) -> None:
     outcome = later()
     assert planned(outcome) == ["p0", "p1", "p2"] and outcome.executed
     assert keys(path) == set() == hudi_rs_keys(path)
+
+
+@pytest.mark.parametrize("crash_at", ["ttl.after_inflight", "ttl.before_complete"])
+def test_a_crash_leaves_a_pending_replacecommit_that_rollback_removes(tmp_path: Path, crash_at: str) -> None:
+    path = tmp_path / "t"
+    new_table(path, table_type=TableType.MERGE_ON_READ)
+    write(path, 40, rows(range(9), 1))
+    before = keys(path)
+    heartbeat = ["--option", "hoodie.client.heartbeat.interval_in_ms=200"]
+
+    crashed = hts(
+        "run",
+        "ttl",
+        str(path),
+        "--option",
+        f"{DAYS}=10",
+        *heartbeat,
+        "--spark-master",
+        "in-process",
+        crash_at=crash_at,
+    )
+
+    assert crashed.returncode == 97, crashed.stderr
+    pending = HoodieTable.open(str(path)).reload().pending()
+    assert [i.action for i in pending] == [Action.REPLACE_COMMIT]
+    assert keys(path) == hudi_rs_keys(path) == before  # an inflight delete hides nothing
+    time.sleep(0.6)  # the heartbeat expires (2 missed beats of 200 ms)
+    rolled = hts("run", "rollback", str(path), *heartbeat, "--spark-master", "in-process")
+    assert rolled.returncode == 0, rolled.stderr
+    assert not HoodieTable.open(str(path)).reload().pending()
+    again = ttl(path, {DAYS: "10"})
+    assert planned(again) == ["p0", "p1", "p2"] and again.executed
+    assert keys(path) == hudi_rs_keys(path) == set()
