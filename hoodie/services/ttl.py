@@ -86,6 +86,8 @@ class TTLPlan(AvroRecord):
     AVRO_NAME: ClassVar[str] = "HtsPartitionTTLPlan"
 
     instant_time: str
+    """The instant the partitions were judged at: the replacecommit's when it runs; a schedule or a dry
+    run judges at a fresh time, and the run judges again at its own instant (partitions only age)."""
     strategy: str
     days_retain: int
     partition_to_replace_file_ids: dict[str, list[str]]

@@ -281,7 +281,8 @@ def last_commit_time(
 
 
 def require_partitioned(table: HoodieTable) -> bool:
-    """Whether the strategies run at all (``getPartitionFields().isPresent()``); a non-partitioned
+    """Whether the strategies run at all (``getPartitionFields().isPresent()``: HoodieTableConfig returns
+    an empty array, present, when the key is there with no field); a non-partitioned
     table whose properties carry the key with no field is refused (Hudi would treat its root as one
     partition and could delete every file group of the table)."""
     raw = TableKeys.PARTITION_FIELDS.lookup(table.config.props)
