@@ -572,3 +572,26 @@ def test_a_crash_leaves_a_pending_replacecommit_that_rollback_removes(tmp_path: 
     again = ttl(path, {DAYS: "10"})
     assert planned(again) == ["p0", "p1", "p2"] and again.executed
     assert keys(path) == hudi_rs_keys(path) == set()
+
+
+@pytest.mark.parametrize("metadata_table", [True, False])
+def test_a_first_full_clean_lists_partitions_as_hudi_does(tmp_path: Path, metadata_table: bool) -> None:
+    """CleanPlanner.getPartitionPathsForFullCleaning lists the table's partitions
+    (FSUtils.getAllPartitionPaths): from the metadata table, whose partition list no longer has the
+    deleted partitions, or from storage, which still has their folders."""
+    path = tmp_path / "t"
+    new_table(path, table_type=TableType.COPY_ON_WRITE, metadata_table=metadata_table)
+    write(path, 40, rows(range(9), 1))
+    ttl(path, {DAYS: "10"})
+    for ts in (3, 4):
+        write(path, 0, rows([2, 5, 8], ts), "upsert")
+
+    cleaned = run(
+        service_context(HoodieTable.open(str(path)), {"hoodie.clean.commits.retained": "1"}),
+        "clean",
+        LocalRunner,
+    )
+
+    assert cleaned.executed
+    assert (path / "p0").exists() is metadata_table
+    assert keys(path) == hudi_rs_keys(path) == {"k2", "k5", "k8"}
