@@ -16,7 +16,9 @@ Nothing expires when ``days.retain`` is not positive, the timeline has no comple
 table's properties have no ``hoodie.table.partition.fields``. The candidates are the partitions named
 by ``partition.selected`` (split on commas, as Java's ``String.split``), else every partition of the
 table (from the metadata table's ``files`` partition when it has one); at most
-``max.delete.partitions`` of the expired ones are deleted in one commit.
+``max.delete.partitions`` of the expired ones are deleted in one commit: for KEEP_BY_TIME the first in
+the order of the Java ``HashMap`` the strategy collects them into, for KEEP_BY_CREATION_TIME the first
+in listing order (Hudi's listing order is not fixed; hts lists partitions sorted).
 """
 
 from __future__ import annotations
@@ -83,12 +85,9 @@ def _int(options: Mapping[str, str], key: str, default: int) -> int:
 
 
 def _bool(options: Mapping[str, str], key: str) -> bool:
+    """Hudi reads booleans with ``Boolean.parseBoolean``: only ``true`` (any case) is true."""
     raw = options.get(key)
-    if raw is None:
-        return False
-    if raw.strip().lower() not in ("true", "false"):
-        raise InvalidInputError(f"{key}={raw!r} is not true or false")
-    return raw.strip().lower() == "true"
+    return raw is not None and raw.lower() == "true"
 
 
 def _java_split(value: str) -> list[str]:
@@ -142,11 +141,14 @@ class TTLConfig:
             raise InvalidInputError(
                 f"{PARTITION_SELECTED_KEY}={selected!r} names partition(s) {dupes} more than once"
             )
+        limit = _int(options, MAX_DELETE_PARTITIONS_KEY, DEFAULT_MAX_DELETE_PARTITIONS)
+        if limit < 0:  # Stream.limit refuses a negative size
+            raise InvalidInputError(f"{MAX_DELETE_PARTITIONS_KEY}={limit} must not be negative")
         return cls(
             strategy=strategy,
             days_retain=_int(options, DAYS_RETAIN_KEY, DEFAULT_DAYS_RETAIN),
             partition_selected=chosen,
-            max_delete_partitions=_int(options, MAX_DELETE_PARTITIONS_KEY, DEFAULT_MAX_DELETE_PARTITIONS),
+            max_delete_partitions=limit,
             inline=_bool(options, INLINE_KEY),
         )
 
@@ -331,5 +333,4 @@ def expired_partitions(
             done, expires_at = is_expired(created, config.ttl_ms, instant_time, tz)
             if done:
                 expired.append(ExpiredPartition(partition, created, expires_at))
-    limit = max(config.max_delete_partitions, 0)
-    return expired[:limit], len(expired)
+    return expired[: config.max_delete_partitions], len(expired)

@@ -125,6 +125,10 @@ def test_options_hudi_rejects_name_the_key() -> None:
     assert by_class.strategy is TTLStrategyType.KEEP_BY_CREATION_TIME
     lower = TTLConfig.from_options({"hoodie.partition.ttl.management.strategy.type": "keep_by_creation_time"})
     assert lower.strategy is TTLStrategyType.KEEP_BY_CREATION_TIME
+    assert TTLConfig.from_options({"hoodie.partition.ttl.inline": "TRUE"}).inline
+    assert not TTLConfig.from_options({"hoodie.partition.ttl.inline": "yes"}).inline  # Boolean.parseBoolean
+    with pytest.raises(InvalidInputError, match=r"max.delete.partitions=-1 must not be negative"):
+        TTLConfig.from_options({"hoodie.partition.ttl.strategy.max.delete.partitions": "-1"})
     with pytest.raises(InvalidInputError, match=r"days.retain='ten' is not an integer"):
         TTLConfig.from_options({DAYS: "ten"})
     with pytest.raises(InvalidInputError, match=r"strategy.type='KEEP_BY_EVENT_TIME'"):
