@@ -599,3 +599,22 @@ def test_a_first_full_clean_lists_partitions_as_hudi_does(tmp_path: Path, metada
     assert cleaned.executed
     assert (path / "p0").exists() is metadata_table
     assert keys(path) == hudi_rs_keys(path) == {"k2", "k5", "k8"}
+
+
+def test_a_pending_clustering_in_an_expired_partition_blocks_the_delete(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    new_table(path, table_type=TableType.COPY_ON_WRITE)
+    write(path, 40, rows(range(9), 1))  # two small file groups per partition for clustering to bin-pack
+    write(path, 39, rows(range(9, 18), 2))
+    ctx = service_context(HoodieTable.open(str(path)), {})
+    scheduled = service_named("clustering").schedule(ctx)
+    assert scheduled is not None and scheduled.instant_time is not None
+    before = table_hash(path)
+
+    outcome = ttl(path, {DAYS: "10"})
+
+    # a pending clustering opens no file slice: the partitions expired, and the delete waits for it
+    assert planned(outcome) == ["p0", "p1", "p2"] and not outcome.executed
+    assert outcome.scheduled is not None
+    assert outcome.scheduled.plan_json()["blockedBy"] == [scheduled.instant_time]
+    assert table_hash(path) == before
