@@ -618,3 +618,25 @@ def test_a_pending_clustering_in_an_expired_partition_blocks_the_delete(tmp_path
     assert outcome.scheduled is not None
     assert outcome.scheduled.plan_json()["blockedBy"] == [scheduled.instant_time]
     assert table_hash(path) == before
+
+
+def test_a_write_to_a_file_group_deleted_meanwhile_fails_its_conflict_check(tmp_path: Path) -> None:
+    from hoodie.errors import WriteConflictError
+
+    path = tmp_path / "t"
+    new_table(path, table_type=TableType.COPY_ON_WRITE)
+    write(path, 40, rows(range(6), 1))
+
+    class Interleaved(HoodieWriter):
+        """A writer whose commit comes after a partition TTL that ran while it wrote."""
+
+        def _complete(self, *args: object, **kwargs: object) -> object:
+            assert planned(ttl(path, {DAYS: "10"})) == ["p0", "p1", "p2"]
+            return super()._complete(*args, **kwargs)  # type: ignore[arg-type]
+
+    with pytest.raises(WriteConflictError, match="concurrent commit"):
+        Interleaved(HoodieTable.open(str(path))).upsert(rows([0], 2))  # k0's file group in p0
+
+    # as Hudi's conflict resolution: the write touched a file group a committed DELETE_PARTITION replaced
+    assert not HoodieTable.open(str(path)).reload().pending()
+    assert keys(path) == hudi_rs_keys(path) == set()
