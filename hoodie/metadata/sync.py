@@ -298,6 +298,21 @@ class _Builder:
                     MetadataPartition.PARTITION_STATS, key, column_stats_payload(s, partition_stats=True)
                 )
 
+    def partition_stats_deleted(self, partitions: Iterable[str]) -> None:
+        """A DELETE_PARTITION deletes the partitions' stats of every indexed column."""
+        if not self.enabled(MetadataPartition.PARTITION_STATS):
+            return
+        from hoodie.metadata.column_stats import partition_tombstone
+
+        for partition in partitions:
+            for column in self.columns:
+                stub = partition_tombstone(column, table_version=self.table.table_version)
+                self.put(
+                    MetadataPartition.PARTITION_STATS,
+                    partition_stats_key(column, partition),
+                    column_stats_payload(stub, partition_stats=True),
+                )
+
     # -- secondary indexes ----------------------------------------------------------------------
     def secondary(self, metadata: CommitMetadata) -> None:
         from hoodie.metadata.secondary import secondary_index_updates, secondary_indexes
@@ -462,6 +477,7 @@ def metadata_updates(
             # HoodieTableMetadataUtil.getPartitionsDeleted: the partitions leave the partition list.
             dropped = list(metadata.partition_to_replace_file_ids or {})
             b.files_deleted({}, dropped)
+            b.partition_stats_deleted(dropped)
             if record_index is None and b.enabled(MetadataPartition.RECORD_INDEX):
                 record_index = _dropped_keys(b, dropped)
         service = instant.action in (Action.COMPACTION, Action.LOG_COMPACTION, Action.CLUSTERING)

@@ -70,12 +70,12 @@ _KEPT_CURRENT = frozenset(
         MetadataPartition.COLUMN_STATS,
         MetadataPartition.BLOOM_FILTERS,
         MetadataPartition.RECORD_INDEX,
+        MetadataPartition.PARTITION_STATS,
     }
 )
 """Metadata partitions a delete-partition commit leaves as they are (no write stats: column stats, bloom
-filters) or that hts updates as Hudi does (``files``, ``record_index``: ``hoodie.metadata.sync``). Hudi
-also deletes the partitions' ``partition_stats``; hts refuses those tables, and tables with secondary
-indexes."""
+filters) or that hts updates as Hudi does (``files``, ``record_index``, ``partition_stats``:
+``hoodie.metadata.sync``). Tables with secondary indexes are refused."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -114,9 +114,9 @@ def require_maintainable_metadata(table: HoodieTable) -> None:
     if other:
         raise UnsupportedTableError(
             f"{table.base_path}: partition TTL is refused on a table whose metadata table has {other} "
-            f"({METADATA_PARTITIONS_KEY}={','.join(enabled_partitions(table))}): Hudi's delete-partition "
-            "commit also deletes those partitions' partition_stats (HoodieTableMetadataUtil), and hts has "
-            "not settled what it does to secondary indexes; hts writes neither. Nothing was written."
+            f"({METADATA_PARTITIONS_KEY}={','.join(enabled_partitions(table))}): hts has not settled what "
+            "Hudi's delete-partition commit does to those indexes, so it does not commit one. "
+            "Nothing was written."
         )
 
 

@@ -37,7 +37,7 @@ from hoodie.write.writer import HoodieWriter
 from service.cli import main
 from tests.conftest import hudi_rs_rows
 from tests.services.test_shapes import CASES, Case, base_table
-from tests.tables import SCHEMA, hts, new_table, rows
+from tests.tables import SCHEMA, define_secondary_index, hts, new_table, rows
 
 DAY_MS = 24 * 3600 * 1000
 DAYS = "hoodie.partition.ttl.strategy.days.retain"
@@ -429,20 +429,54 @@ def test_the_record_index_drops_the_keys_of_the_deleted_partitions(tmp_path: Pat
     assert keys(path) == {"k0", "k2", "k5", "k8"}
 
 
-def test_refused_before_writing(tmp_path: Path) -> None:
+def test_partition_stats_of_the_deleted_partitions_are_deleted(tmp_path: Path) -> None:
     path = tmp_path / "t"
     new_table(path, table_type=TableType.COPY_ON_WRITE)
     write(path, 40, rows(range(6), 1))
+    write(path, 1, rows([2, 5], 2), "upsert")
     run(
         service_context(HoodieTable.open(str(path)), {"hoodie.metadata.index.column.stats.enable": "true"}),
         "indexing",
         LocalRunner,
     )
-    assert MetadataPartition.PARTITION_STATS in HoodieTable.open(str(path)).config.metadata_partitions
-    before = table_hash(path)
-    with pytest.raises(UnsupportedTableError, match=r"partition_stats.*Nothing was written"):
-        ttl(path, {DAYS: "10"})
-    assert table_hash(path) == before
+    table = HoodieTable.open(str(path))
+    assert MetadataPartition.PARTITION_STATS in table.config.metadata_partitions
+
+    def stats() -> dict[str, set[str]]:
+        t = HoodieTable.open(str(path))
+        found = MetadataTable.open(t, t.reload()).read_partition(MetadataPartition.PARTITION_STATS)
+        out: dict[str, set[str]] = {}
+        for payload in found.values():
+            meta = payload["ColumnStatsMetadata"]
+            if not meta["isDeleted"]:
+                out.setdefault(meta["fileName"], set()).add(meta["columnName"])
+        return out
+
+    before = stats()
+    assert set(before) == {"p0", "p1", "p2"}, before
+
+    ttl(path, {DAYS: "10"})
+
+    # HoodieTableMetadataUtil: a DELETE_PARTITION deletes the partitions' stats of every indexed column
+    assert stats() == {"p2": before["p2"]}
+    assert keys(path) == hudi_rs_keys(path) == {"k2", "k5"}
+
+
+def test_refused_before_writing(tmp_path: Path) -> None:
+    indexed = tmp_path / "indexed"
+    new_table(indexed, table_type=TableType.COPY_ON_WRITE)
+    write(indexed, 40, rows(range(6), 1))
+    define_secondary_index(indexed, "v_idx", "v")
+    options = {
+        "hoodie.metadata.record.index.enable": "true",
+        "hoodie.metadata.index.secondary.enable": "true",
+    }
+    run(service_context(HoodieTable.open(str(indexed)), options), "indexing", LocalRunner)
+    assert "secondary_index_v_idx" in HoodieTable.open(str(indexed)).config.metadata_partitions
+    before = table_hash(indexed)
+    with pytest.raises(UnsupportedTableError, match=r"secondary_index_v_idx.*Nothing was written"):
+        ttl(indexed, {DAYS: "10"})
+    assert table_hash(indexed) == before
 
     flat = tmp_path / "flat"
     from hoodie.write.create import create_table
