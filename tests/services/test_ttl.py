@@ -13,13 +13,13 @@ import pyarrow as pa
 import pytest
 
 from hoodie.config.table_config import TableType, TableVersion
-from hoodie.errors import InvalidInputError, UnsupportedShapeError, UnsupportedTableError
+from hoodie.errors import InvalidInputError
 from hoodie.metadata.records import MetadataPartition
 from hoodie.metadata.table import MetadataTable
 from hoodie.models.clustering import RequestedReplaceMetadata
 from hoodie.models.commit import CommitMetadata, ReplaceCommitMetadata
 from hoodie.read.reader import TableReader
-from hoodie.services.base import LocalRunner, service_named
+from hoodie.services.base import LocalRunner
 from hoodie.services.orchestrator import ServiceOutcome, run, service_context
 from hoodie.services.ttl_strategy import (
     TTLConfig,
@@ -27,7 +27,6 @@ from hoodie.services.ttl_strategy import (
     instant_time_plus_millis,
     java_hash_map_order,
 )
-from hoodie.shape.matrix import OPEN_REFUSED, cell
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, State
 from hoodie.transaction.lock import InProcessLockProvider
@@ -36,8 +35,7 @@ from hoodie.write.options import WriteOptions
 from hoodie.write.writer import HoodieWriter
 from service.cli import main
 from tests.conftest import hudi_rs_rows
-from tests.services.test_shapes import CASES, Case, base_table
-from tests.tables import SCHEMA, define_secondary_index, hts, new_table, rows
+from tests.tables import SCHEMA, new_table, rows
 
 DAY_MS = 24 * 3600 * 1000
 DAYS = "hoodie.partition.ttl.strategy.days.retain"
@@ -343,6 +341,29 @@ def test_clean_afterwards_removes_the_files_with_and_without_a_metadata_table(
         assert sorted(MetadataTable.open(table, table.reload()).list_files(None)) == ["p2"]
 
 
+@pytest.mark.parametrize("metadata_table", [True, False])
+def test_a_first_full_clean_lists_partitions_as_hudi_does(tmp_path: Path, metadata_table: bool) -> None:
+    """CleanPlanner.getPartitionPathsForFullCleaning lists the table's partitions
+    (FSUtils.getAllPartitionPaths): from the metadata table, whose partition list no longer has the
+    deleted partitions, or from storage, which still has their folders."""
+    path = tmp_path / "t"
+    new_table(path, table_type=TableType.COPY_ON_WRITE, metadata_table=metadata_table)
+    write(path, 40, rows(range(9), 1))
+    ttl(path, {DAYS: "10"})
+    for ts in (3, 4):
+        write(path, 0, rows([2, 5, 8], ts), "upsert")
+
+    cleaned = run(
+        service_context(HoodieTable.open(str(path)), {"hoodie.clean.commits.retained": "1"}),
+        "clean",
+        LocalRunner,
+    )
+
+    assert cleaned.executed
+    assert (path / "p0").exists() is metadata_table
+    assert keys(path) == hudi_rs_keys(path) == {"k2", "k5", "k8"}
+
+
 def test_dry_run_lists_the_partitions_and_why_and_writes_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -373,32 +394,6 @@ def test_nothing_due_writes_nothing(tmp_path: Path) -> None:
     for options in ({}, {DAYS: "10"}, {DAYS: "0"}):  # days.retain defaults to -1: nothing expires
         outcome = ttl(path, options)
         assert outcome.scheduled is None and not outcome.executed and outcome.note == "nothing due"
-    assert table_hash(path) == before
-
-
-def test_a_pending_compaction_in_an_expired_partition_blocks_the_delete(tmp_path: Path) -> None:
-    path = tmp_path / "t"
-    new_table(path, table_type=TableType.MERGE_ON_READ)
-    write(path, 40, rows(range(9), 1))
-    write(path, 39, rows(range(0, 9, 3), 2), "upsert")  # log files in p0
-    ctx = service_context(HoodieTable.open(str(path)), {"hoodie.compact.inline.max.delta.commits": "1"})
-    scheduled = service_named("compaction").schedule(ctx)
-    assert scheduled is not None and scheduled.instant_time is not None
-    before = table_hash(path)
-    # KEEP_BY_TIME counts the slice a pending compaction opens (getLatestFileSlicesBeforeOrOn with
-    # pending compactions included): p0 was "written" when the compaction was scheduled.
-    by_time = ttl(path, {DAYS: "10"}, dry_run=True)
-    assert planned(by_time) == ["p1", "p2"]
-    assert by_time.scheduled is not None and by_time.scheduled.plan_json()["blockedBy"] == []
-
-    creation = {DAYS: "10", "hoodie.partition.ttl.management.strategy.type": "KEEP_BY_CREATION_TIME"}
-    outcome = ttl(path, creation)
-
-    # p0 has expired by creation time, but Hudi's delete_partition refuses while a pending table
-    # service has a file group in a partition to delete, and its TTL then deletes nothing.
-    assert not outcome.executed and outcome.note == "nothing due"
-    assert outcome.scheduled is not None and scheduled.instant_time in outcome.scheduled.reason
-    assert outcome.scheduled.plan_json()["blockedBy"] == [scheduled.instant_time]
     assert table_hash(path) == before
 
 
@@ -462,44 +457,6 @@ def test_partition_stats_of_the_deleted_partitions_are_deleted(tmp_path: Path) -
     assert keys(path) == hudi_rs_keys(path) == {"k2", "k5"}
 
 
-def test_refused_before_writing(tmp_path: Path) -> None:
-    indexed = tmp_path / "indexed"
-    new_table(indexed, table_type=TableType.COPY_ON_WRITE)
-    write(indexed, 40, rows(range(6), 1))
-    define_secondary_index(indexed, "v_idx", "v")
-    options = {
-        "hoodie.metadata.record.index.enable": "true",
-        "hoodie.metadata.index.secondary.enable": "true",
-    }
-    run(service_context(HoodieTable.open(str(indexed)), options), "indexing", LocalRunner)
-    assert "secondary_index_v_idx" in HoodieTable.open(str(indexed)).config.metadata_partitions
-    before = table_hash(indexed)
-    with pytest.raises(UnsupportedTableError, match=r"secondary_index_v_idx.*Nothing was written"):
-        ttl(indexed, {DAYS: "10"})
-    assert table_hash(indexed) == before
-
-    flat = tmp_path / "flat"
-    from hoodie.write.create import create_table
-
-    create_table(
-        str(flat),
-        table_name="flat",
-        table_type=TableType.COPY_ON_WRITE,
-        schema=SCHEMA,
-        record_key_fields=["id"],
-        ordering_fields=["ts"],
-    )
-    write(flat, 40, rows(range(6), 1))
-    before = table_hash(flat)
-    raw = HoodieTable.open(str(flat)).config.props.get("hoodie.table.partition.fields")
-    if raw is None:  # Hudi's strategies do nothing without the key
-        assert ttl(flat, {DAYS: "10"}).scheduled is None
-    else:
-        with pytest.raises(UnsupportedTableError, match="non-partitioned"):
-            ttl(flat, {DAYS: "10"})
-    assert table_hash(flat) == before
-
-
 def test_a_cdc_query_over_the_delete_shows_the_partitions_rows_deleted(tmp_path: Path) -> None:
     from hoodie.cdc.reader import read_cdc
 
@@ -542,135 +499,3 @@ def test_inline_ttl_runs_after_a_writers_commit(tmp_path: Path) -> None:
     last = timeline.completed().last()
     assert last is not None and last.action is Action.REPLACE_COMMIT  # the TTL commit follows the write
     assert keys(path) == hudi_rs_keys(path) == {"k2", "k5"}
-
-
-# -- the shape matrix ------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("case", CASES, ids=[c.shape.name.lower() for c in CASES])
-def test_the_shape_matrix_cells_of_ttl(case: Case, tmp_path: Path) -> None:
-    """Every census shape: refused cells name the shape and its evidence and change no file; handled
-    ones delete the expired partitions (a TTL instant 40 days on, so that every partition expired)
-    and readers see none of their rows."""
-    shape, build, options, evidence = case.shape, case.build, case.options, case.evidence
-    path = base_table(tmp_path / "t")
-    build(path)
-    before = table_hash(path)
-    opened = None if shape in OPEN_REFUSED else HoodieTable.open(str(path))
-
-    def later() -> ServiceOutcome:
-        table = opened or HoodieTable.open(str(path))
-        lock = InProcessLockProvider(table.base_path)
-        clock = WaitBasedTimeGenerator(
-            lock, table.tz, clock_ms=lambda: int(time.time() * 1000) + 40 * DAY_MS, scope=f"{path}-ttl"
-        )
-        ctx = service_context(table, {**options, DAYS: "10"}, lock=lock, time_source=clock)
-        return run(ctx, "ttl", LocalRunner)
-
-    if cell(shape, "ttl") is not None:
-        with pytest.raises(UnsupportedTableError) as refused:
-            later()
-        assert isinstance(refused.value, UnsupportedShapeError) or shape in OPEN_REFUSED
-        assert shape.value in str(refused.value) and evidence in str(refused.value)
-        assert table_hash(path) == before
-        return
-    outcome = later()
-    assert planned(outcome) == ["p0", "p1", "p2"] and outcome.executed
-    assert keys(path) == set() == hudi_rs_keys(path)
-
-
-@pytest.mark.parametrize("crash_at", ["ttl.after_inflight", "ttl.before_complete"])
-def test_a_crash_leaves_a_pending_replacecommit_that_rollback_removes(tmp_path: Path, crash_at: str) -> None:
-    path = tmp_path / "t"
-    new_table(path, table_type=TableType.MERGE_ON_READ)
-    write(path, 40, rows(range(9), 1))
-    before = keys(path)
-    heartbeat = ["--option", "hoodie.client.heartbeat.interval_in_ms=200"]
-
-    crashed = hts(
-        "run",
-        "ttl",
-        str(path),
-        "--option",
-        f"{DAYS}=10",
-        *heartbeat,
-        "--spark-master",
-        "in-process",
-        crash_at=crash_at,
-    )
-
-    assert crashed.returncode == 97, crashed.stderr
-    pending = HoodieTable.open(str(path)).reload().pending()
-    assert [i.action for i in pending] == [Action.REPLACE_COMMIT]
-    assert keys(path) == hudi_rs_keys(path) == before  # an inflight delete hides nothing
-    time.sleep(0.6)  # the heartbeat expires (2 missed beats of 200 ms)
-    rolled = hts("run", "rollback", str(path), *heartbeat, "--spark-master", "in-process")
-    assert rolled.returncode == 0, rolled.stderr
-    assert not HoodieTable.open(str(path)).reload().pending()
-    again = ttl(path, {DAYS: "10"})
-    assert planned(again) == ["p0", "p1", "p2"] and again.executed
-    assert keys(path) == hudi_rs_keys(path) == set()
-
-
-@pytest.mark.parametrize("metadata_table", [True, False])
-def test_a_first_full_clean_lists_partitions_as_hudi_does(tmp_path: Path, metadata_table: bool) -> None:
-    """CleanPlanner.getPartitionPathsForFullCleaning lists the table's partitions
-    (FSUtils.getAllPartitionPaths): from the metadata table, whose partition list no longer has the
-    deleted partitions, or from storage, which still has their folders."""
-    path = tmp_path / "t"
-    new_table(path, table_type=TableType.COPY_ON_WRITE, metadata_table=metadata_table)
-    write(path, 40, rows(range(9), 1))
-    ttl(path, {DAYS: "10"})
-    for ts in (3, 4):
-        write(path, 0, rows([2, 5, 8], ts), "upsert")
-
-    cleaned = run(
-        service_context(HoodieTable.open(str(path)), {"hoodie.clean.commits.retained": "1"}),
-        "clean",
-        LocalRunner,
-    )
-
-    assert cleaned.executed
-    assert (path / "p0").exists() is metadata_table
-    assert keys(path) == hudi_rs_keys(path) == {"k2", "k5", "k8"}
-
-
-def test_a_pending_clustering_in_an_expired_partition_blocks_the_delete(tmp_path: Path) -> None:
-    path = tmp_path / "t"
-    new_table(path, table_type=TableType.COPY_ON_WRITE)
-    write(path, 40, rows(range(9), 1))  # two small file groups per partition for clustering to bin-pack
-    write(path, 39, rows(range(9, 18), 2))
-    ctx = service_context(HoodieTable.open(str(path)), {})
-    scheduled = service_named("clustering").schedule(ctx)
-    assert scheduled is not None and scheduled.instant_time is not None
-    before = table_hash(path)
-
-    outcome = ttl(path, {DAYS: "10"})
-
-    # a pending clustering opens no file slice: the partitions expired, and the delete waits for it
-    assert planned(outcome) == ["p0", "p1", "p2"] and not outcome.executed
-    assert outcome.scheduled is not None
-    assert outcome.scheduled.plan_json()["blockedBy"] == [scheduled.instant_time]
-    assert table_hash(path) == before
-
-
-def test_a_write_to_a_file_group_deleted_meanwhile_fails_its_conflict_check(tmp_path: Path) -> None:
-    from hoodie.errors import WriteConflictError
-
-    path = tmp_path / "t"
-    new_table(path, table_type=TableType.COPY_ON_WRITE)
-    write(path, 40, rows(range(6), 1))
-
-    class Interleaved(HoodieWriter):
-        """A writer whose commit comes after a partition TTL that ran while it wrote."""
-
-        def _complete(self, *args: object, **kwargs: object) -> object:
-            assert planned(ttl(path, {DAYS: "10"})) == ["p0", "p1", "p2"]
-            return super()._complete(*args, **kwargs)  # type: ignore[arg-type]
-
-    with pytest.raises(WriteConflictError, match="concurrent commit"):
-        Interleaved(HoodieTable.open(str(path))).upsert(rows([0], 2))  # k0's file group in p0
-
-    # as Hudi's conflict resolution: the write touched a file group a committed DELETE_PARTITION replaced
-    assert not HoodieTable.open(str(path)).reload().pending()
-    assert keys(path) == hudi_rs_keys(path) == set()
