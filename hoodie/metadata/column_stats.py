@@ -508,6 +508,17 @@ def file_column_stats(
     raise UnsupportedTableError(f"{path}: column stats exist only for .parquet base files and log files")
 
 
+def partition_tombstone(column: str, *, table_version: int = 9) -> dict[str, Any]:
+    """The partition stats of a partition a DELETE_PARTITION dropped: ``HoodieColumnRangeMetadata.stub``
+    with an empty file name, ``isDeleted`` and ``isTightBound`` (HoodieTableMetadataUtil's partition
+    stats of a delete-partition commit, HoodieMetadataPayload.createPartitionStatsRecords)."""
+    v2 = _check_version(table_version)
+    out = _payload("", column, (None, None), (-1, -1, -1, -1), _EMPTY_V2 if v2 else _EMPTY_V1)
+    out["isDeleted"] = True
+    out["isTightBound"] = True
+    return out
+
+
 def tombstone(partition_path: str, file_name: str, column: str, *, table_version: int = 9) -> dict[str, Any]:
     """The stats of a deleted file (``HoodieColumnRangeMetadata.stub``, ``isDeleted=true``).
 

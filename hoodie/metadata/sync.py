@@ -304,6 +304,21 @@ class _Builder:
                     MetadataPartition.PARTITION_STATS, key, column_stats_payload(s, partition_stats=True)
                 )
 
+    def partition_stats_deleted(self, partitions: Iterable[str]) -> None:
+        """A DELETE_PARTITION deletes the partitions' stats of every indexed column."""
+        if not self.enabled(MetadataPartition.PARTITION_STATS):
+            return
+        from hoodie.metadata.column_stats import partition_tombstone
+
+        for partition in partitions:
+            for column in self.columns:
+                stub = partition_tombstone(column, table_version=self.table.table_version)
+                self.put(
+                    MetadataPartition.PARTITION_STATS,
+                    partition_stats_key(column, partition),
+                    column_stats_payload(stub, partition_stats=True),
+                )
+
     # -- secondary indexes ----------------------------------------------------------------------
     def secondary(self, metadata: CommitMetadata) -> None:
         from hoodie.metadata.secondary import secondary_index_updates, secondary_indexes
@@ -432,6 +447,17 @@ def _new_file_locations(table: HoodieTable, metadata: CommitMetadata) -> RecordI
     return changes
 
 
+def _dropped_keys(b: _Builder, partitions: list[str]) -> RecordIndexChanges:
+    """HoodieBackedTableMetadataWriter's record-index update for a DELETE_PARTITION: every key of the
+    partitions' latest base files (the view the commit is made on, where they are not replaced yet)
+    leaves the record index (getRecordIndexReplacedRecords)."""
+    changes = RecordIndexChanges()
+    for file_slice in b.view.latest_base_files(partitions):
+        assert file_slice.base_file is not None
+        changes.deleted.update(_record_keys(b.table, file_slice.partition_path, file_slice.base_file.name))
+    return changes
+
+
 def metadata_updates(
     table: HoodieTable,
     timeline: ActiveTimeline,
@@ -453,6 +479,13 @@ def metadata_updates(
         metadata = model.from_bytes(payload, version)
         added = _written_files(metadata)
         b.files_added(_with_cdc_logs(added, metadata))
+        if isinstance(metadata, ReplaceCommitMetadata) and metadata.operation_type == "DELETE_PARTITION":
+            # HoodieTableMetadataUtil.getPartitionsDeleted: the partitions leave the partition list.
+            dropped = list(metadata.partition_to_replace_file_ids or {})
+            b.files_deleted({}, dropped)
+            b.partition_stats_deleted(dropped)
+            if record_index is None and b.enabled(MetadataPartition.RECORD_INDEX):
+                record_index = _dropped_keys(b, dropped)
         service = instant.action in (Action.COMPACTION, Action.LOG_COMPACTION, Action.CLUSTERING)
         b.stats_added(added)
         b.blooms_added(added)

@@ -33,6 +33,8 @@ class ServiceKind(StrEnum):
     RESTORE = "restore"
     SAVEPOINT = "savepoint"
     METADATA = "metadata"
+    TTL = "ttl"
+    """Partition TTL (Hudi's ``HoodieTTLConfig``): expired partitions deleted by a replacecommit."""
 
 
 class PendingWork(Enum):
@@ -185,6 +187,17 @@ SPECS: Mapping[ServiceKind, ServiceSpec] = MappingProxyType(
             ),
             ServiceSpec(
                 ServiceKind.METADATA,
+                (),
+                PendingWork.NONE,
+                triggerable=True,
+                self_scheduled=True,
+                daemon_executes=False,
+                watched=False,
+            ),
+            # Its replacecommit is requested, executed and completed in one run (Hudi's
+            # managePartitionTTL): nothing stays pending for a daemon to find.
+            ServiceSpec(
+                ServiceKind.TTL,
                 (),
                 PendingWork.NONE,
                 triggerable=True,

@@ -180,6 +180,15 @@ _VERSION_6_INDEXING = (
     "indexing builds metadata-table partitions, and hts builds and keeps metadata tables of table "
     "versions 8 and 9 only (Hudi 0.14/0.15 write version 6's); upgrade the table with Apache Hudi first"
 )
+_FLINK_STATE_TTL = (
+    "the Flink job keeps its key -> file group index in Flink state and is not told about file groups a "
+    "delete_partition replacecommit replaces: its updates would go to replaced file groups and be lost"
+)
+_SCHEMA_ON_READ_TTL = (
+    "Hudi's write client records the InternalSchema with a commit (saveInternalSchema: latest_schema and "
+    ".schemacommit) on the commit paths that call it, and a delete_partition may or may not take one "
+    "depending on how it is run (inline TTL, HoodieTTLJob, run_ttl); hts does not commit one"
+)
 _OPEN_REASONS: dict[Shape, str] = {
     Shape.BOOTSTRAP: (
         "Hudi stitches skeleton files with the external source files (HoodieFileGroupReader bootstrap "
@@ -228,6 +237,7 @@ _COMMITTING = (
     "rollback",
     "restore",
     "metadata",
+    "ttl",
 )
 """The operations that commit to the data table (and so to its metadata table)."""
 _READS_EVERY_COLUMN = (READ, WRITE, *(s.kind.value for s in SPECS.values() if s.reads_every_column))
@@ -244,6 +254,9 @@ MATRIX: Mapping[Shape, Mapping[str, str]] = MappingProxyType(
         # Writes are routed by bucket (hoodie.write.bucket_planner, which also refuses bulk_insert into a
         # bucket that has a file group; written without its bucket options, the table is the
         # undeclared simple bucket index below).
+        # Partition TTL is handled on every bucket layout: DELETE_PARTITION is in the layouts'
+        # SUPPORTED_OPERATIONS (HoodieSimpleBucketLayout, HoodieConsistentBucketLayout) and Hudi's
+        # delete-partition commit writes no bucket metadata; later writes start new buckets.
         Shape.SIMPLE_BUCKET: {
             f"{WRITE}:insert_overwrite_table": _BUCKET_WRITE,
             "clustering": _BUCKET_CLUSTERING,
@@ -266,11 +279,11 @@ MATRIX: Mapping[Shape, Mapping[str, str]] = MappingProxyType(
             "restore": _PARTITION_BUCKET_ROLLBACK,
             "archival": _PARTITION_BUCKET_ARCHIVAL,
         },
-        Shape.FLINK_STATE: {"clustering": _FLINK_STATE_CLUSTERING},
+        Shape.FLINK_STATE: {"clustering": _FLINK_STATE_CLUSTERING, "ttl": _FLINK_STATE_TTL},
         # Each file is read with the InternalSchema of its own instant, columns matched by field id
         # (hoodie.read.reader.schema_on_read, as InternalSchemaCache / InternalSchemaMerger), and
         # writes record latest_schema and the .schemacommit history as saveInternalSchema does.
-        Shape.SCHEMA_ON_READ: {"indexing": _SCHEMA_ON_READ_INDEXING},
+        Shape.SCHEMA_ON_READ: {"indexing": _SCHEMA_ON_READ_INDEXING, "ttl": _SCHEMA_ON_READ_TTL},
         # Partial rows merge onto the previous version in reads and compaction (hoodie.merge.records).
         Shape.PARTIAL_UPDATES: {"logcompaction": _LOG_COMPACTION_MERGE},
         Shape.EXPRESSION_INDEX: _EXPR_REFUSED,

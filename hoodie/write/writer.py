@@ -228,6 +228,7 @@ class HoodieWriter:
         heartbeat.stop()
         log.info("%s: committed %s %s (%d files)", table.base_path, operation.value, done, len(stats))
         self._maintain_metadata()
+        self._inline_ttl()
         return WriteResult(done, operation, stats, replaced)
 
     def _record_index_changes(
@@ -490,6 +491,12 @@ class HoodieWriter:
             lock_timeout_s=self.options.lock_timeout_s,
         )
         ctx.maintain_metadata()
+
+    def _inline_ttl(self) -> None:
+        """``hoodie.partition.ttl.inline=true``: partition TTL after the commit, as Hudi's writers run it."""
+        from hoodie.services.ttl import run_inline
+
+        run_inline(self.table, self.write_props, self.lock, self.time_source, self.heartbeat)
 
     def _check_conflicts(
         self,

@@ -53,7 +53,7 @@ def test_refused_services_are_shown_and_never_run_while_other_tables_are_served(
         assert "expr_index_day" in detail["refused"]["compaction"]
         assert expr_pending in str(detail["pending"])  # left for Apache Hudi's writers
         flink_detail = client.get("/v1/tables/flink").json()
-        assert set(flink_detail["refused"]) == {"clustering"}
+        assert set(flink_detail["refused"]) == {"clustering", "ttl"}
         assert (
             "Flink-state index table (hoodie.index.type=FLINK_STATE (declared))"
             in flink_detail["refused"]["clustering"]

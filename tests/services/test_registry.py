@@ -93,7 +93,7 @@ def test_every_list_of_services_is_the_registrys() -> None:
     assert names(daemon_runs=True) == settings.RUN_BY_DAEMON
     assert set(names(daemon_executes=True)) == watcher.EXECUTABLE
     assert names(triggerable=True) == daemon.TRIGGERABLE
-    assert daemon.RUN_NOW == ("archival", "metadata") == names(plans_on_timeline=False)
+    assert daemon.RUN_NOW == ("archival", "metadata", "ttl") == names(plans_on_timeline=False)
     assert SERVICE_OPERATIONS == registry.ALL
     assert README_COLUMNS[2:] == tuple(k for k in registry.ALL if k != ServiceKind.METADATA)
 
