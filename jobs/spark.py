@@ -25,6 +25,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import SparkSession
 
+from hoodie.io import usage
 from hoodie.services.base import JobCancelled, Progress, Task, TaskFunction, TaskResult
 
 log = logging.getLogger(__name__)
@@ -83,8 +84,10 @@ def _apply(module: str, name: str, threads: int) -> Any:
             results = []
             for text in batch.column(0).to_pylist():
                 task = json.loads(text)
-                result = fn(task)
+                with usage.measure(process_cpu=True) as used:  # reported back: the run's cost
+                    result = fn(task)
                 result[_INDEX] = task[_INDEX]
+                result[usage.COST_KEY] = used.to_json()
                 results.append(json.dumps(result))
             yield pa.RecordBatch.from_pydict({"result": pa.array(results, pa.string())})
 
@@ -154,6 +157,8 @@ class SparkRunner:
                 self.spark.removeTag(group)
         results = [json.loads(r[0]) for r in collected]
         results.sort(key=lambda r: r.pop(_INDEX))
+        for r in results:
+            usage.add_to_current(usage.Usage.from_json(r.pop(usage.COST_KEY, {})))
         if self.progress is not None:
             self.progress(len(results), len(rows))
         return results
