@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import time
 from pathlib import Path
 from typing import Any
 
 from fastapi.testclient import TestClient
 
+from hoodie.io import usage
 from hoodie.services.base import ServiceContext
+from hoodie.services.compaction import execute_compaction
 from hoodie.services.savepoint import create_savepoint
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action
@@ -166,3 +170,17 @@ def test_health_reasons_measure_the_timeline_against_the_triggers(tmp_path: Path
         (r["penalty"] for r in tables["lagging"]["health_reasons"]), reverse=True
     ), "worst first"
     assert tables["healthy"]["health_score"] == 100 and tables["healthy"]["health_reasons"] == []
+
+
+def test_spark_tasks_report_their_cpu_time_back_to_the_run(tmp_path: Path, spark_runner: Any) -> None:
+    table = mor_table(tmp_path / "orders")
+    instant = request_compaction(tmp_path / "orders")
+    ctx = ServiceContext(table)
+    driver_started = time.thread_time()
+    with usage.measure() as used:
+        result = execute_compaction(ctx, instant, spark_runner)
+    driver = time.thread_time() - driver_started
+    assert result.write_stats, "the compaction wrote its file groups on Spark"
+    # The driver thread mostly waits for the tasks; their CPU time comes back in their results.
+    assert used.cpu_seconds > driver, (used.cpu_seconds, driver)
+    assert usage.COST_KEY not in json.dumps(result.details)
