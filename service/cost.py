@@ -1,9 +1,10 @@
 """What a run cost: core-seconds, bytes and files read and written, storage requests.
 
-- ``core_seconds``: CPU time. In process, the worker thread's CPU time over the whole run (its
-  tasks run in that thread); on Spark, the driver thread's CPU time plus each task's CPU time in its
-  Python worker, which the task reports back in its result (``hoodie.io.usage.COST_KEY``, added by
-  ``jobs.spark``). A retried run sums its attempts.
+- ``core_seconds``: in process, the worker thread's CPU time over the whole run (its tasks run in
+  that thread); on Spark, the driver thread's CPU time plus the tasks' executor run time from
+  Spark's status store (``StageData.executorRunTime``: each task holds a core while it runs), or,
+  over Spark Connect, the CPU time each task measured in its Python worker and reported back in its
+  result (``hoodie.io.usage.COST_KEY``; ``jobs.spark``). A retried run sums its attempts.
 - ``bytes_written`` / ``files_written``: from the commit's write stats (Hudi's totalWriteBytes and
   the files its write stats name), as the run's ``details`` have them; 0 when nothing was committed.
 - ``bytes_read`` / ``files_read`` / ``storage_requests`` (and ``requests_by_op``): counted at the

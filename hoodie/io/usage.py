@@ -105,6 +105,11 @@ def measure(*, process_cpu: bool = False) -> Iterator[Usage]:
         _CURRENT.reset(token)
 
 
+def measuring() -> bool:
+    """True inside a :func:`measure` scope."""
+    return _CURRENT.get() is not None
+
+
 def add_to_current(usage: Usage) -> None:
     """Add what a task reported (from another process) to the current scope."""
     current = _CURRENT.get()

@@ -172,7 +172,7 @@ def test_health_reasons_measure_the_timeline_against_the_triggers(tmp_path: Path
     assert tables["healthy"]["health_score"] == 100 and tables["healthy"]["health_reasons"] == []
 
 
-def test_spark_tasks_report_their_cpu_time_back_to_the_run(tmp_path: Path, spark_runner: Any) -> None:
+def test_a_spark_run_costs_its_tasks_executor_run_time(tmp_path: Path, spark_runner: Any) -> None:
     table = mor_table(tmp_path / "orders")
     instant = request_compaction(tmp_path / "orders")
     ctx = ServiceContext(table)
@@ -181,6 +181,6 @@ def test_spark_tasks_report_their_cpu_time_back_to_the_run(tmp_path: Path, spark
         result = execute_compaction(ctx, instant, spark_runner)
     driver = time.thread_time() - driver_started
     assert result.write_stats, "the compaction wrote its file groups on Spark"
-    # The driver thread mostly waits for the tasks; their CPU time comes back in their results.
-    assert used.cpu_seconds > driver, (used.cpu_seconds, driver)
+    # The driver thread mostly waits for the tasks; their executor run time is added from Spark.
+    assert used.cpu_seconds >= driver + 0.001, (used.cpu_seconds, driver)
     assert usage.COST_KEY not in json.dumps(result.details)
