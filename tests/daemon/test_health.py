@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
 from hoodie.io import usage
@@ -15,6 +16,8 @@ from hoodie.services.compaction import execute_compaction
 from hoodie.services.savepoint import create_savepoint
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action
+from service.health import timeline_reasons
+from tests.conftest import fixture_path
 from tests.daemon.helpers import mor_table, request_compaction, running_daemon, wait_for
 
 ADMIN = {"Authorization": "Bearer admin-secret-0123456789"}
@@ -184,3 +187,53 @@ def test_a_spark_run_costs_its_tasks_executor_run_time(tmp_path: Path, spark_run
     # The driver thread mostly waits for the tasks; their executor run time is added from Spark.
     assert used.cpu_seconds >= driver + 0.001, (used.cpu_seconds, driver)
     assert usage.COST_KEY not in json.dumps(result.details)
+
+
+MOR_FIXTURES = [
+    "quickstart_trips_table/mor/avro/v6_trips_8i1u",
+    "quickstart_trips_table/mor/avro/v8_trips_8i3u1d",
+    "sample_table/mor/avro/v9_txns_simple_meta",
+]
+
+
+def _completed(base: Path) -> list[tuple[str, str]]:
+    """(requested time, action) of the data table's completed instants, from the timeline's file names
+    (layout 1: ``.hoodie/<ts>.<action>``; layout 2: ``.hoodie/timeline/<ts>_<completion>.<action>``)."""
+    folder = base / ".hoodie" / "timeline"
+    folder = folder if folder.is_dir() else base / ".hoodie"
+    out = []
+    for p in folder.iterdir():
+        stem, _, action = p.name.partition(".")
+        if action in ("commit", "deltacommit", "replacecommit", "clean") and stem[:1].isdigit():
+            out.append((stem.split("_")[0], action))
+    return sorted(out)
+
+
+@pytest.mark.parametrize("name", MOR_FIXTURES)
+def test_backlogs_of_tables_apache_hudi_wrote_match_their_timeline_files(
+    fixture_root: Path, name: str
+) -> None:
+    base = fixture_path(fixture_root, name)
+    table = HoodieTable.open(str(base))
+    options = {
+        "hoodie.compact.inline.max.delta.commits": "1",
+        "hoodie.clean.commits.retained": "0",
+        "hoodie.clean.max.commits": "1",
+        "hoodie.keep.min.commits": "1",
+        "hoodie.keep.max.commits": "2",
+    }
+    found = {r.code: r for r in timeline_reasons(table, table.reload(), options)}
+    instants = _completed(base)
+    compactions = [ts for ts, action in instants if action == "commit"]  # on MERGE_ON_READ: compactions
+    deltas = [ts for ts, action in instants if action == "deltacommit" and ts > max(compactions, default="")]
+    cleans = [ts for ts, action in instants if action == "clean"]
+    commits = [ts for ts, action in instants if action != "clean"]
+    since_clean = [ts for ts in commits if ts > max(cleans, default="")]
+    expected = {"compaction_backlog": (len(deltas), 1), "clean_lag": (len(since_clean), 1)}
+    expected["archival_lag"] = (len(commits), 2)
+    for code, (value, threshold) in expected.items():
+        if value > threshold:
+            assert (found[code].value, found[code].threshold) == (value, threshold), (code, found.get(code))
+        else:
+            assert code not in found, found[code]
+    assert "compaction_backlog" in found or "archival_lag" in found, "each fixture lags somewhere"
