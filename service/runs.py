@@ -114,6 +114,16 @@ class RunLoop:
         )
         return run, True
 
+    @property
+    def suspended(self) -> dict[tuple[str, str], str]:
+        """(table, service) -> why it is suspended there, for every suspended service (like ``gave_up``)."""
+        return {
+            key: f"suspended after {s.consecutive_failures} consecutive failed runs "
+            f"(last: run {s.last_run}: {s.last_error})"
+            for key, s in list(self.streaks.items())
+            if s.suspended
+        }
+
     def suspension(self, table_id: str, service: str) -> ServiceStreak | None:
         """The suspension of ``service`` on the table (after ``retry.suspend_after`` failed runs), if any."""
         streak = self.streaks.get((table_id, service))

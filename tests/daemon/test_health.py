@@ -53,7 +53,7 @@ def test_a_failing_service_is_suspended_after_n_failed_runs_kept_across_a_restar
         "api": {"tokens": TOKENS},
     }
 
-    with running_daemon(tmp_path, **settings) as (_daemon, client):
+    with running_daemon(tmp_path, **settings) as (first_daemon, client):
         # 1: the watcher finds the plan and fails on it (then gives the instant up) ...
         first = wait_for(
             lambda: [r for r in _runs(client, "flaky") if r["state"] == "failed"], what="a failure"
@@ -72,6 +72,10 @@ def test_a_failing_service_is_suspended_after_n_failed_runs_kept_across_a_restar
         assert suspended["suspended"] and suspended["consecutive_failures"] == 3
         assert suspended["last_run"] == done["id"] and suspended["last_error"] == done["error"]
         assert table["failures"]["compaction"] == suspended
+        assert first_daemon.suspended == {
+            ("flaky", "compaction"): f"suspended after 3 consecutive failed runs (last: run {done['id']}: "
+            f"{done['error']})"
+        }
         (listed,) = [t for t in client.get("/v1/tables", headers=READ).json() if t["id"] == "flaky"]
         assert listed["suspended"] == table["suspended"]
         reasons = {r["code"]: r for r in listed["health_reasons"]}
