@@ -10,7 +10,9 @@ served. Each :class:`Reason` names what it measured, against which threshold, an
   commits' write stats), against ``hoodie.compaction.logfile.num.threshold`` (or the delta commits
   trigger when that is unset);
 - ``clean_lag``: completed commits since the last clean, against ``hoodie.clean.commits.retained``
-  plus ``hoodie.clean.max.commits`` (the cleaner's NUM_COMMITS trigger);
+  plus ``hoodie.clean.max.commits`` (the cleaner's NUM_COMMITS trigger); with
+  ``KEEP_LATEST_FILE_VERSIONS``, against ``hoodie.clean.fileversions.retained`` plus the trigger;
+  with ``KEEP_LATEST_BY_HOURS``, the commits older than ``hoodie.clean.hours.retained`` not cleaned;
 - ``archival_lag``: completed commits on the active timeline, against ``hoodie.keep.max.commits``;
 - ``savepoint_holds_clean`` / ``savepoint_holds_archival``: a savepoint older than what the cleaner
   retains (its files are kept) or than the archival window (the timeline cannot be archived past it);
@@ -22,22 +24,25 @@ served. Each :class:`Reason` names what it measured, against which threshold, an
 Everything comes from what the daemon already holds: the watcher's last timeline (commit metadata
 is read once per instant and cached by the table), its pending instants, and the run history's
 failure streaks; nothing is listed. The timeline part is computed again only when the watcher
-reloaded the timeline.
+reloaded the timeline (so an hours-based clean lag is as of that reload).
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from hoodie.errors import HoodieError
+from hoodie.models.clean import CleaningPolicy
 from hoodie.services.archival import ArchivalPolicy
 from hoodie.services.clean_policy import CleanPolicy
 from hoodie.services.compaction import CompactionPolicy
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant
+from hoodie.timeline.instant_time import parse_instant_time
 from hoodie.timeline.timeline import ActiveTimeline
 from service.registry import TableEntry
 from service.store import ServiceStreak
@@ -168,31 +173,53 @@ def _compaction(table: HoodieTable, timeline: ActiveTimeline, options: Mapping[s
     return out
 
 
-def _clean(timeline: ActiveTimeline, options: Mapping[str, str]) -> tuple[list[Reason], Instant | None]:
-    """The clean lag, and the earliest commit the cleaner retains (None when all are retained)."""
+def _clean(
+    table: HoodieTable, timeline: ActiveTimeline, options: Mapping[str, str], now: float
+) -> tuple[list[Reason], Instant | None]:
+    """The clean lag, and the earliest commit the cleaner retains (None when it cannot tell: all are
+    retained, or the policy keeps file versions rather than commits)."""
     policy = CleanPolicy.from_options(options)
     commits = timeline.completed().actions(*_CLEANED)
-    retained_from = None
-    if len(commits) > policy.commits_retained:
-        retained_from = commits.instants[len(commits) - max(1, policy.commits_retained)]
     last_clean = timeline.completed().actions(Action.CLEAN).last()
     since = commits.after(last_clean.requested_time) if last_clean is not None else commits
-    allowed = policy.commits_retained + max(1, policy.max_commits)
-    penalty = _over(len(since), allowed, 20)
+    where = "the last clean" if last_clean is not None else "the first commit (never cleaned)"
+    retained_from = None
+    if policy.policy is CleaningPolicy.KEEP_LATEST_BY_HOURS:
+        # Commits not cleaned since they left the retention window (CleanPlanner: by hours).
+        cutoff = now - policy.hours_retained * 3600
+        expired = [i for i in since if _epoch(i, table) < cutoff]
+        retained_from = next((i for i in commits if _epoch(i, table) >= cutoff), None)
+        value, allowed = len(expired), max(1, policy.max_commits)
+        what = (
+            f"{value} commits older than hoodie.clean.hours.retained={policy.hours_retained} not cleaned "
+            f"since {where} (hoodie.clean.max.commits={policy.max_commits})"
+        )
+    elif policy.policy is CleaningPolicy.KEEP_LATEST_FILE_VERSIONS:
+        value, allowed = len(since), policy.file_versions_retained + max(1, policy.max_commits)
+        what = (
+            f"{value} commits since {where}, each a possible new file version "
+            f"(hoodie.clean.fileversions.retained={policy.file_versions_retained}, "
+            f"hoodie.clean.max.commits={policy.max_commits})"
+        )
+    else:
+        if len(commits) > policy.commits_retained:
+            retained_from = commits.instants[len(commits) - max(1, policy.commits_retained)]
+        value, allowed = len(since), policy.commits_retained + max(1, policy.max_commits)
+        what = (
+            f"{value} commits since {where} (hoodie.clean.commits.retained={policy.commits_retained}, "
+            f"hoodie.clean.max.commits={policy.max_commits})"
+        )
+    penalty = _over(value, allowed, 20)
     if not penalty:
         return [], retained_from
-    where = "the last clean" if last_clean is not None else "the first commit (never cleaned)"
-    return [
-        Reason(
-            "clean_lag",
-            penalty,
-            f"{len(since)} commits since {where} (hoodie.clean.commits.retained={policy.commits_retained}, "
-            f"hoodie.clean.max.commits={policy.max_commits})",
-            len(since),
-            allowed,
-            "clean",
-        )
-    ], retained_from
+    return [Reason("clean_lag", penalty, what, value, allowed, "clean")], retained_from
+
+
+def _epoch(instant: Instant, table: HoodieTable) -> float:
+    try:
+        return parse_instant_time(instant.requested_time, table.tz).timestamp()
+    except HoodieError:
+        return 0.0
 
 
 def _archival(timeline: ActiveTimeline, options: Mapping[str, str]) -> tuple[list[Reason], Instant | None]:
@@ -250,11 +277,12 @@ def _savepoints(
 
 
 def timeline_reasons(
-    table: HoodieTable, timeline: ActiveTimeline, options: Mapping[str, str]
+    table: HoodieTable, timeline: ActiveTimeline, options: Mapping[str, str], now: float | None = None
 ) -> list[Reason]:
-    """What the timeline alone says: backlogs against the triggers, lags and savepoints."""
+    """What the timeline alone says: backlogs against the triggers, lags and savepoints (as of
+    ``now``: the hours a KEEP_LATEST_BY_HOURS cleaner retains)."""
     out = _compaction(table, timeline, options) if table.config.is_mor else []
-    clean, retained_from = _clean(timeline, options)
+    clean, retained_from = _clean(table, timeline, options, time.time() if now is None else now)
     archival, kept_from = _archival(timeline, options)
     return [*out, *clean, *archival, *_savepoints(timeline, retained_from, kept_from)]
 

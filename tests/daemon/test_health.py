@@ -241,3 +241,21 @@ def test_backlogs_of_tables_apache_hudi_wrote_match_their_timeline_files(
         else:
             assert code not in found, found[code]
     assert "compaction_backlog" in found or "archival_lag" in found, "each fixture lags somewhere"
+
+
+def test_clean_lag_follows_the_cleaning_policy(tmp_path: Path) -> None:
+    table = mor_table(tmp_path / "orders", upserts=2)
+    timeline = table.reload()
+    commits = len(_timeline_files(tmp_path / "orders", ".deltacommit"))
+    by_hours = {"hoodie.clean.policy": "KEEP_LATEST_BY_HOURS", "hoodie.clean.hours.retained": "1"}
+
+    def lag(options: dict[str, str], now: float | None = None) -> tuple[float | None, float | None] | None:
+        found = [r for r in timeline_reasons(table, timeline, options, now) if r.code == "clean_lag"]
+        return (found[0].value, found[0].threshold) if found else None
+
+    assert lag(by_hours) is None, "every commit is within the hours retained"
+    assert lag(by_hours, time.time() + 2 * 3600) == (commits, 1), "two hours on, none of them was cleaned"
+    versions = {"hoodie.clean.policy": "KEEP_LATEST_FILE_VERSIONS", "hoodie.clean.fileversions.retained": "1"}
+    assert lag(versions) == (commits, 2)
+    assert lag({"hoodie.clean.commits.retained": "1"}) == (commits, 2)
+    assert lag({"hoodie.clean.commits.retained": str(commits)}) is None
