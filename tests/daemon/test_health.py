@@ -16,6 +16,7 @@ from hoodie.services.compaction import execute_compaction
 from hoodie.services.savepoint import create_savepoint
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action
+from service.api import create_app
 from service.health import timeline_reasons
 from tests.conftest import fixture_path
 from tests.daemon.helpers import mor_table, request_compaction, running_daemon, wait_for
@@ -259,3 +260,24 @@ def test_clean_lag_follows_the_cleaning_policy(tmp_path: Path) -> None:
     assert lag(versions) == (commits, 2)
     assert lag({"hoodie.clean.commits.retained": "1"}) == (commits, 2)
     assert lag({"hoodie.clean.commits.retained": str(commits)}) is None
+
+
+def test_a_policy_that_keeps_failing_is_suspended_and_stops_scheduling(tmp_path: Path) -> None:
+    mor_table(tmp_path / "tables" / "orders")
+    bad = {"hoodie.compact.inline.trigger.strategy": "EVERY_FULL_MOON"}
+    policies = {"compaction": {"enabled": True, "interval_s": 0.2, "options": bad}}
+    with running_daemon(
+        tmp_path, retry={"max_attempts": 1, "suspend_after": 2}, defaults={"policies": policies}
+    ) as (daemon, client):
+        suspended = wait_for(
+            lambda: client.get("/v1/tables/orders").json()["suspended"].get("compaction"), what="suspension"
+        )
+        assert suspended["consecutive_failures"] == 2 and "EVERY_FULL_MOON" in suspended["last_error"]
+        failed = [r for r in client.get("/v1/runs").json() if r["state"] == "failed"]
+        assert [r["kind"] for r in failed] == ["schedule", "schedule"]
+        ticks = daemon.last_tick or 0.0
+        wait_for(lambda: (daemon.last_tick or 0.0) > ticks + 1.0, what="five intervals of the policy")
+        assert len(client.get("/v1/runs").json()) == 2, "the suspended policy schedules nothing more"
+    spec = create_app(daemon, manage_lifecycle=False).openapi()
+    resume = spec["paths"]["/v1/tables/{table_id}/services/{service}/resume"]["post"]["responses"]
+    assert sorted(resume) == ["200", "400", "404", "409"]
