@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action
 from service.api import create_app
 from service.health import timeline_reasons
+from service.store import SCHEMA, RunStore
 from tests.conftest import fixture_path
 from tests.daemon.helpers import mor_table, request_compaction, running_daemon, wait_for
 
@@ -281,3 +283,26 @@ def test_a_policy_that_keeps_failing_is_suspended_and_stops_scheduling(tmp_path:
     spec = create_app(daemon, manage_lifecycle=False).openapi()
     resume = spec["paths"]["/v1/tables/{table_id}/services/{service}/resume"]["post"]["responses"]
     assert sorted(resume) == ["200", "400", "404", "409"]
+
+
+def test_a_run_history_from_before_costs_and_suspensions_opens_and_keeps_its_runs(tmp_path: Path) -> None:
+    old_schema = SCHEMA.split("CREATE TABLE IF NOT EXISTS service_streaks")[0]
+    db = sqlite3.connect(tmp_path / "hts.db")
+    with db:
+        db.executescript(old_schema)
+        db.execute(
+            "INSERT INTO runs (table_id, table_path, service, kind, trigger, state, created_at, replica) "
+            "VALUES ('orders', '/t', 'clean', 'run', 'api', 'succeeded', 1.0, 'r')"
+        )
+    db.close()
+    store = RunStore(tmp_path, "r")
+    (run,) = store.list()
+    assert run.table_id == "orders" and run.cost is None
+    store.update(run.id, cost={"core_seconds": 0.5, "bytes_written": 3, "files_written": 1})
+    assert store.cost_totals("orders")["core_seconds"] == 0.5
+    failed = store.record_outcome("orders", "clean", run.id, failed=True, error="boom", suspend_after=1)
+    assert failed.suspended and failed.last_error == "boom"
+    store.close()
+    reopened = RunStore(tmp_path, "r")
+    assert [s.suspended for s in reopened.streaks()] == [True]
+    reopened.close()
