@@ -7,9 +7,10 @@
   result (``hoodie.io.usage.COST_KEY``; ``jobs.spark``). A retried run sums its attempts.
 - ``bytes_written`` / ``files_written``: from the commit's write stats (Hudi's totalWriteBytes and
   the files its write stats name), as the run's ``details`` have them; 0 when nothing was committed.
-- ``bytes_read`` / ``files_read`` / ``storage_requests`` (and ``requests_by_op``): counted at the
-  storage layer through ``hoodie.io.usage.count``, by the driver and by every task; null while
-  the storage layer does not report to it (``storage_counted`` false).
+- ``storage_requests`` (and ``requests_by_op``), ``bytes_read`` / ``files_read``: counted at the
+  storage layer through ``hoodie.io.usage.count``, by the driver and by every task; the requests
+  are null while the storage layer does not report them (``requests_counted`` false), the bytes and
+  files read while it reports no transfers (``transfers_counted`` false).
 """
 
 from __future__ import annotations
@@ -25,15 +26,15 @@ SUMMED = ("core_seconds", "bytes_written", "files_written", *STORAGE_FIELDS)
 
 def run_cost(used: Usage, details: Mapping[str, Any]) -> dict[str, Any]:
     """One attempt's cost from its usage scope and the details of its outcome."""
-    counted = used.storage_counted
+    requests, transfers = used.requests_counted, used.transfers_counted
     return {
         "core_seconds": round(used.cpu_seconds, 6),
         "bytes_written": int(details.get("bytes_written", 0) or 0),
         "files_written": int(details.get("files_written", 0) or 0),
-        "bytes_read": used.bytes_read if counted else None,
-        "files_read": used.files_read if counted else None,
-        "storage_requests": used.storage_requests if counted else None,
-        "requests_by_op": dict(used.requests_by_op) if counted else None,
+        "bytes_read": used.bytes_read if transfers else None,
+        "files_read": used.files_read if transfers else None,
+        "storage_requests": used.storage_requests if requests else None,
+        "requests_by_op": dict(used.requests_by_op) if requests else None,
     }
 
 

@@ -7,8 +7,10 @@ is taken from the process or thread clock. Scopes are per thread and per context
 
 :func:`count` is the hook for the storage layer (``hoodie.io.fileio``): each request it makes
 calls ``count(op, bytes_read=..., bytes_written=..., file_read=..., file_written=...)``. Until it is
-connected there, :attr:`Usage.storage_counted` stays False and the storage fields of a run's cost
-are reported as not counted (null) rather than as zero.
+connected there, :attr:`Usage.requests_counted` stays False and the storage fields of a run's cost
+are reported as not counted (null) rather than as zero; bytes and files read or written count only
+once a caller passes them (:attr:`Usage.transfers_counted`), so a layer that counts requests alone
+leaves them null.
 """
 
 from __future__ import annotations
@@ -33,8 +35,10 @@ class Usage:
     bytes_written: int = 0
     files_written: int = 0
     requests_by_op: dict[str, int] = field(default_factory=dict)
-    storage_counted: bool = False
-    """True once the storage layer reported anything (the hook is connected)."""
+    requests_counted: bool = False
+    """True once the storage layer reported a request (the hook is connected)."""
+    transfers_counted: bool = False
+    """True once the storage layer reported bytes or files moved with a request."""
 
     def add(self, other: Usage) -> None:
         self.cpu_seconds += other.cpu_seconds
@@ -45,7 +49,8 @@ class Usage:
         self.files_written += other.files_written
         for op, n in other.requests_by_op.items():
             self.requests_by_op[op] = self.requests_by_op.get(op, 0) + n
-        self.storage_counted = self.storage_counted or other.storage_counted
+        self.requests_counted = self.requests_counted or other.requests_counted
+        self.transfers_counted = self.transfers_counted or other.transfers_counted
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -60,7 +65,8 @@ class Usage:
             bytes_written=int(data.get("bytes_written", 0)),
             files_written=int(data.get("files_written", 0)),
             requests_by_op={str(k): int(v) for k, v in dict(data.get("requests_by_op", {})).items()},
-            storage_counted=bool(data.get("storage_counted", False)),
+            requests_counted=bool(data.get("requests_counted", False)),
+            transfers_counted=bool(data.get("transfers_counted", False)),
         )
 
 
@@ -70,23 +76,26 @@ _CURRENT: contextvars.ContextVar[Usage | None] = contextvars.ContextVar("hts_usa
 def count(
     op: str,
     *,
-    bytes_read: int = 0,
-    bytes_written: int = 0,
-    file_read: bool = False,
-    file_written: bool = False,
+    bytes_read: int | None = None,
+    bytes_written: int | None = None,
+    file_read: bool | None = None,
+    file_written: bool | None = None,
 ) -> None:
-    """One storage request ``op`` (``get``, ``put``, ``list``, ``head``, ``delete``, ...) of the current
-    scope; nothing when no scope is open."""
+    """One storage request ``op`` (``list``, ``info``, ``read``, ``write``, ``delete``, ...) of the
+    current scope, with what it moved when the caller knows; nothing when no scope is open."""
     usage = _CURRENT.get()
     if usage is None:
         return
-    usage.storage_counted = True
+    usage.requests_counted = True
     usage.storage_requests += 1
     usage.requests_by_op[op] = usage.requests_by_op.get(op, 0) + 1
-    usage.bytes_read += bytes_read
-    usage.bytes_written += bytes_written
-    usage.files_read += int(file_read)
-    usage.files_written += int(file_written)
+    moved = (bytes_read, bytes_written, file_read, file_written)
+    if any(m is not None for m in moved):
+        usage.transfers_counted = True
+        usage.bytes_read += bytes_read or 0
+        usage.bytes_written += bytes_written or 0
+        usage.files_read += int(bool(file_read))
+        usage.files_written += int(bool(file_written))
 
 
 @contextmanager

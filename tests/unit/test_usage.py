@@ -24,7 +24,7 @@ def test_storage_requests_count_in_the_scope_of_their_thread_only() -> None:
         thread.start()
         thread.join()
     assert (used.storage_requests, used.bytes_read, used.files_read, used.bytes_written) == (2, 100, 1, 0)
-    assert used.requests_by_op == {"get": 1, "list": 1} and used.storage_counted
+    assert used.requests_by_op == {"get": 1, "list": 1} and used.requests_counted and used.transfers_counted
     assert (seen["other"].storage_requests, seen["other"].bytes_written, seen["other"].files_written) == (
         1,
         7,
@@ -58,3 +58,12 @@ def test_uncounted_storage_is_null_and_attempts_sum() -> None:
     assert (total["bytes_written"], total["files_written"]) == (40, 2)
     assert abs(total["core_seconds"] - (first["core_seconds"] + second["core_seconds"])) < 1e-5
     assert add_costs(None, second) == second
+
+
+def test_requests_counted_without_transfers_leave_bytes_read_not_counted() -> None:
+    with usage.measure() as used:
+        usage.count("list")
+        usage.count("read")
+    cost = run_cost(used, {})
+    assert cost["storage_requests"] == 2 and cost["requests_by_op"] == {"list": 1, "read": 1}
+    assert cost["bytes_read"] is None and cost["files_read"] is None, "unknown, not zero"
