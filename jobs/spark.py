@@ -15,6 +15,7 @@ import os
 import sys
 import tempfile
 import threading
+import time
 import uuid
 import zipfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -25,6 +26,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import SparkSession
 
+from hoodie.io import usage
 from hoodie.services.base import JobCancelled, Progress, Task, TaskFunction, TaskResult
 
 log = logging.getLogger(__name__)
@@ -83,8 +85,10 @@ def _apply(module: str, name: str, threads: int) -> Any:
             results = []
             for text in batch.column(0).to_pylist():
                 task = json.loads(text)
-                result = fn(task)
+                with usage.measure(process_cpu=True) as used:  # reported back: the run's cost
+                    result = fn(task)
                 result[_INDEX] = task[_INDEX]
+                result[usage.COST_KEY] = used.to_json()
                 results.append(json.dumps(result))
             yield pa.RecordBatch.from_pydict({"result": pa.array(results, pa.string())})
 
@@ -154,9 +158,57 @@ class SparkRunner:
                 self.spark.removeTag(group)
         results = [json.loads(r[0]) for r in collected]
         results.sort(key=lambda r: r.pop(_INDEX))
+        self._report_cost(results, group)
         if self.progress is not None:
             self.progress(len(results), len(rows))
         return results
+
+    def _report_cost(self, results: list[TaskResult], group: str) -> None:
+        """Add the job's cost to the run measuring it (``hoodie.io.usage``): what each task counted
+        at storage, and as CPU the tasks' executor run time from Spark's status store (each task
+        holds one core while it runs), or, without it (Spark Connect), the CPU time each task
+        measured in its Python worker."""
+        costs = [usage.Usage.from_json(r.pop(usage.COST_KEY, {})) for r in results]
+        if not usage.measuring():
+            return
+        ran = self._executor_run_seconds(group)
+        for cost in costs:
+            if ran is not None:
+                cost.cpu_seconds = 0.0
+            usage.add_to_current(cost)
+        if ran is not None:
+            usage.add_to_current(usage.Usage(cpu_seconds=ran))
+
+    def _executor_run_seconds(self, group: str) -> float | None:
+        """The executor run time of the job group's stages (Spark's StageData.executorRunTime), once
+        the status store has the jobs' end; None over Spark Connect or when it cannot tell."""
+        if _is_connect(self.spark):
+            return None
+        sc = self.spark.sparkContext
+        tracker = sc.statusTracker()
+        try:
+            deadline = time.monotonic() + 5.0
+            jobs = [tracker.getJobInfo(j) for j in tracker.getJobIdsForGroup(group)]
+            while any(j is None or j.status in ("RUNNING", "UNKNOWN") for j in jobs):
+                if time.monotonic() > deadline:
+                    return None
+                time.sleep(0.05)
+                jobs = [tracker.getJobInfo(j) for j in tracker.getJobIdsForGroup(group)]
+            jvm, gateway = sc._jvm, sc._gateway
+            if jvm is None or gateway is None:
+                return None
+            store = sc._jsc.sc().statusStore()
+            no_quantiles = gateway.new_array(jvm.double, 0)
+            total_ms = 0
+            for stage in {s for j in jobs if j is not None for s in j.stageIds}:
+                attempts = store.stageData(stage, False, jvm.java.util.ArrayList(), False, no_quantiles)
+                found = attempts.iterator()
+                while found.hasNext():
+                    total_ms += int(found.next().executorRunTime())
+        except Exception as e:  # py4j: a Spark whose status store differs; the tasks' CPU time is used
+            log.debug("no executor run time for job group %s: %s", group, e)
+            return None
+        return total_ms / 1000.0
 
     def _interrupt(self, group: str) -> None:
         log.warning("cancelling Spark job group %s", group)

@@ -33,6 +33,7 @@ from service.errors import BadRequest, Conflict, NotFound, ServiceError
 from service.schemas import (
     INSTANT_PATTERN,
     RUN_ID_MAX,
+    SERVICE_PATTERN,
     TABLE_ID_PATTERN,
     ErrorBody,
     RunBody,
@@ -44,6 +45,9 @@ from service.store import RunState
 Scope = Literal["read", "admin"]
 TableId = Annotated[str, Path(pattern=TABLE_ID_PATTERN, description="The table's id (GET /v1/tables)")]
 RunId = Annotated[int, Path(ge=1, le=RUN_ID_MAX, description="A run's id")]
+ServiceName = Annotated[
+    str, Path(pattern=SERVICE_PATTERN, max_length=64, description="A table service (e.g. compaction)")
+]
 
 _ERRORS = {
     400: "The request is malformed: a parameter, header or body that does not fit its schema",
@@ -244,7 +248,12 @@ def create_app(daemon: Daemon, *, manage_lifecycle: bool = True) -> FastAPI:
     @app.get("/v1/tables", tags=["tables"], dependencies=read, responses=errors(*auth_errors))
     def tables() -> list[schemas.TableSummary]:
         entries = sorted(daemon.registry, key=lambda e: e.id)
-        return [schemas.TableSummary.model_validate(views.summary(e)) for e in entries]
+        return [
+            schemas.TableSummary.model_validate(
+                views.summary(e, daemon.health_of(e), daemon.suspended_services(e.id))
+            )
+            for e in entries
+        ]
 
     @app.get("/v1/tables/{table_id}", tags=["tables"], dependencies=read, responses=errors(*auth_errors, 404))
     def table(table_id: TableId) -> schemas.TableDetail:
@@ -262,7 +271,15 @@ def create_app(daemon: Daemon, *, manage_lifecycle: bool = True) -> FastAPI:
         ]
         gave_up = {k[1]: v for k, v in daemon.gave_up.items() if k[0] == table_id}
         return schemas.TableDetail.model_validate(
-            views.detail(entry, running, gave_up, daemon.refused(entry))
+            views.detail(
+                entry,
+                running,
+                gave_up,
+                daemon.refused(entry),
+                daemon.health_of(entry),
+                [s for (t, _), s in sorted(daemon.streaks.items()) if t == table_id],
+                daemon.store.cost_totals(table_id),
+            )
         )
 
     def _open(table_id: str) -> Any:
@@ -361,6 +378,19 @@ def create_app(daemon: Daemon, *, manage_lifecycle: bool = True) -> FastAPI:
     def resume_table(table_id: TableId) -> schemas.TablePaused:
         daemon.resume(table_id)
         return schemas.TablePaused(table=table_id, paused=False)
+
+    @app.post(
+        "/v1/tables/{table_id}/services/{service}/resume",
+        tags=["tables"],
+        dependencies=admin,
+        responses=errors(400, *admin_errors, 404, 409),
+    )
+    def resume_service(table_id: TableId, service: ServiceName) -> schemas.ServiceResumed:
+        """Resume a service suspended on the table after ``retry.suspend_after`` consecutive failed
+        runs: its pending instants (also those given up on) run again and its policy schedules again.
+        404: no such table or service; 409: the service is not suspended there."""
+        resumed = daemon.resume_service(table_id, service)
+        return schemas.ServiceResumed.model_validate({"table": table_id, **resumed.as_json()})
 
     @app.post("/v1/pause", tags=["daemon"], dependencies=admin, responses=errors(*admin_errors))
     def pause_all() -> schemas.Paused:

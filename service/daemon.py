@@ -32,13 +32,14 @@ from hoodie.timeline.timeline import ActiveTimeline
 from hoodie.transaction.heartbeat import HeartbeatConfig
 from service.errors import BadRequest, Conflict, NotFound
 from service.executor import Executor, SparkHolder
+from service.health import Health, HealthBook
 from service.locks import InProcessServiceLock, LockState, make_lock
 from service.metrics import Metrics
 from service.queue import WorkItem, WorkQueue
 from service.registry import Registry, TableEntry
 from service.runs import CANCELLED, RunLoop, tags
 from service.settings import Settings
-from service.store import Run, RunKind, RunState, RunStore, RunTrigger
+from service.store import Run, RunKind, RunState, RunStore, RunTrigger, ServiceStreak
 from service.truetime import TableClock, default_skew_ms
 from service.watcher import TableWatch, lazy_failed_writes, look
 
@@ -74,6 +75,8 @@ class Daemon(RunLoop):
         self.executor = Executor(self.spark, self._claim)
         self.scheduler = BackgroundScheduler(timezone="UTC")
         self.gave_up: dict[tuple[str, str], str] = {}
+        self.streaks = {(s.table_id, s.service): s for s in self.store.streaks()}
+        self.health_book = HealthBook()
         self._policy_due: dict[tuple[str, str], float] = {}
         self._workers: list[threading.Thread] = []
         self._submitting = threading.Lock()
@@ -276,6 +279,8 @@ class Daemon(RunLoop):
                 continue
             if p.service in refused:  # the table's shape refuses it: shown in GET /v1/tables/{id}
                 continue
+            if self.suspension(entry.id, p.service) is not None:  # shown in GET /v1/tables/{id}
+                continue
             if self.queue.planning(entry.id, p.service):
                 continue  # a run planning this service may have written this plan: it runs it
             # A run that planned and carried out this instant may have ended since the look.
@@ -316,7 +321,7 @@ class Daemon(RunLoop):
         """Submit the policy checks that are due; ``refused``: the tick's :meth:`refused` (computed once)."""
         now = time.monotonic()
         for service, policy in entry.config.policies.items():
-            if not policy.enabled or service in refused:
+            if not policy.enabled or service in refused or self.suspension(entry.id, service):
                 continue
             key = (entry.id, service)
             if now < self._policy_due.get(key, 0.0):
@@ -369,6 +374,13 @@ class Daemon(RunLoop):
             raise Conflict(f"table {table_id} cannot be served now: {entry.error or 'not opened yet'}")
         if entry.paused or self.queue.paused:
             raise Conflict(f"table {table_id} is paused; resume it first")
+        suspended = self.suspension(table_id, service)
+        if suspended is not None:
+            raise Conflict(
+                f"{service} is suspended on table {table_id} after {suspended.consecutive_failures} "
+                f"consecutive failed runs (last: run {suspended.last_run}: {suspended.last_error}); "
+                f"resume it first: POST /v1/tables/{table_id}/services/{service}/resume"
+            )
         try:
             assert entry.table is not None
             entry.table.shape(entry.options(options)).check(service)
@@ -424,6 +436,28 @@ class Daemon(RunLoop):
         self.queue.wake()
         log.info("resumed %s", table_id or "all tables", **tags(table=table_id))
 
+    def resume_service(self, table_id: str, service: str) -> ServiceStreak:
+        """Lift an auto-suspension: the service's pending instants on the table run again."""
+        if service not in ALL:
+            raise NotFound(f"no service {service!r} (known: {', '.join(ALL)})")
+        entry = self.entry(table_id)
+        resumed = self.store.resume_service(table_id, service)
+        if resumed is None:
+            raise Conflict(f"{service} is not suspended on table {table_id}")
+        self.streaks[(table_id, service)] = resumed
+        for p in entry.watch.pending if entry.watch is not None else ():
+            if p.service == service:  # given up on while failing: tried again
+                self.gave_up.pop((table_id, p.instant.requested_time), None)
+        self._policy_due.pop((table_id, service), None)
+        self.queue.wake()
+        log.info(
+            "%s resumed on %s by an operator",
+            service,
+            table_id,
+            **tags(table=table_id, service=service, decision="resume"),
+        )
+        return resumed
+
     def truetime(self, table_id: str, *, lock_held: bool = False) -> str:
         entry = self.entry(table_id)
         if entry.clock is None:
@@ -463,6 +497,20 @@ class Daemon(RunLoop):
         age = time.time() - self.last_tick
         return None if age <= limit else f"last watch tick finished {age:.0f} s ago (limit {limit:.0f} s)"
 
+    def health_of(self, entry: TableEntry) -> Health:
+        """The table's health score and its reasons (``service.health``)."""
+        streaks = [s for (table, _), s in self.streaks.items() if table == entry.id]
+        gave_up = {k[1]: v for k, v in self.gave_up.items() if k[0] == entry.id}
+        return self.health_book.health(entry, streaks, gave_up)
+
+    def suspended_services(self, table_id: str) -> dict[str, dict[str, Any]]:
+        """Service -> its suspension on the table (since, failures, last error and run)."""
+        return {
+            service: streak.as_json()
+            for (table, service), streak in sorted(self.streaks.items())
+            if table == table_id and streak.suspended
+        }
+
     def state_snapshot(self) -> dict[str, Any]:
         pending: dict[tuple[str, str], tuple[int, float, int]] = {}
         tables: dict[str, dict[str, Any]] = {}
@@ -483,7 +531,15 @@ class Daemon(RunLoop):
             if item.running and item.progress[1]:
                 done, total = tasks.get((item.table_id, item.service), (0, 0))
                 tasks[(item.table_id, item.service)] = (done + item.progress[0], total + item.progress[1])
+        scores = {}
+        for entry in self.registry:
+            h = self.health_of(entry)
+            scores[entry.id] = (h.score, h.penalties())
+        self.health_book.forget(scores)
+        streaks = {key: (s.suspended, s.consecutive_failures) for key, s in self.streaks.items()}
         return {
+            "health_scores": scores,
+            "streaks": streaks,
             "pending": pending,
             "tables": tables,
             "health": health,

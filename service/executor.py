@@ -21,10 +21,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hoodie.errors import HoodieError, InstantBusyError, InstantNotPendingError, UnsupportedShapeError
+from hoodie.io import usage
 from hoodie.services import orchestrator
 from hoodie.services.base import ExecutionResult, JobCancelled, LocalRunner, Runner, ServiceContext
 from hoodie.table import HoodieTable
 from hoodie.transaction.lock import LockError
+from service.cost import run_cost
 from service.queue import WorkItem
 from service.registry import TableEntry
 from service.settings import SparkSettings
@@ -99,6 +101,8 @@ class Outcome:
     scheduled: list[tuple[str, str]] = field(default_factory=list)
     """(service, instant) plans this run wrote that still need executing."""
     result: ExecutionResult | None = None
+    cost: dict[str, Any] = field(default_factory=dict)
+    """What this attempt used (``service.cost``)."""
 
 
 def context_for(entry: TableEntry, options: Mapping[str, str]) -> ServiceContext:
@@ -137,6 +141,13 @@ class Executor:
         self.claim: Claim = claim or (lambda _item, _instant: None)
 
     def run(self, item: WorkItem, entry: TableEntry) -> Outcome:
+        """Carry out ``item``, measuring what it costs (``service.cost``)."""
+        with usage.measure() as used:
+            outcome = self._outcome(item, entry)
+        outcome.cost = run_cost(used, outcome.details)
+        return outcome
+
+    def _outcome(self, item: WorkItem, entry: TableEntry) -> Outcome:
         options = entry.options(item.options)
         failed = RunState.FAILED
         try:

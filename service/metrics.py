@@ -11,7 +11,7 @@ instants and their ages, table health, queue depth) are computed when scraped.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from prometheus_client import (
@@ -98,6 +98,37 @@ class StateCollector(Collector):
             tasks.add_metric([table, service, "done"], done)
             tasks.add_metric([table, service, "pending"], total - done)
         yield tasks
+        score = GaugeMetricFamily(
+            "hts_table_health_score",
+            "The table's health score: 100 when its services keep up, minus each reason's penalty",
+            labels=["table"],
+        )
+        penalty = GaugeMetricFamily(
+            "hts_table_health_penalty",
+            "Points the health score loses per reason (service.health.REASONS)",
+            labels=["table", "reason"],
+        )
+        for table, (points, penalties) in sorted(state.get("health_scores", {}).items()):
+            score.add_metric([table], points)
+            for reason, lost in sorted(penalties.items()):
+                penalty.add_metric([table, reason], lost)
+        yield score
+        yield penalty
+        suspended = GaugeMetricFamily(
+            "hts_service_suspended",
+            "1 when the service is suspended on the table after retry.suspend_after failed runs",
+            labels=["table", "service"],
+        )
+        failing = GaugeMetricFamily(
+            "hts_service_consecutive_failures",
+            "Consecutive failed runs of the service on the table (0 after a success or a resume)",
+            labels=["table", "service"],
+        )
+        for (table, service), (is_suspended, failures) in sorted(state.get("streaks", {}).items()):
+            suspended.add_metric([table, service], 1.0 if is_suspended else 0.0)
+            failing.add_metric([table, service], failures)
+        yield suspended
+        yield failing
         yield GaugeMetricFamily(
             "hts_ready", "1 when the daemon is ready to take work", value=1.0 if state["ready"] else 0.0
         )
@@ -177,6 +208,30 @@ class Metrics:
             ["table", "service", "trigger"],
             registry=r,
         )
+        self.core_seconds = Counter(
+            "hts_run_core_seconds",
+            "CPU seconds runs used (in process: the worker thread; on Spark: driver plus tasks)",
+            ["table", "service"],
+            registry=r,
+        )
+        self.bytes_read = Counter(
+            "hts_run_bytes_read",
+            "Bytes runs read from storage (when the storage layer reports them)",
+            ["table", "service"],
+            registry=r,
+        )
+        self.files_read = Counter(
+            "hts_run_files_read",
+            "Files runs read from storage (when the storage layer reports them)",
+            ["table", "service"],
+            registry=r,
+        )
+        self.run_storage_requests = Counter(
+            "hts_run_storage_requests",
+            "Storage requests runs made (when the storage layer reports them)",
+            ["table", "service"],
+            registry=r,
+        )
         self.lock_acquire = Histogram(
             "hts_lock_request_latency_seconds",
             "Time to acquire the table lock (Hudi: lock.request.latency)",
@@ -242,6 +297,20 @@ class Metrics:
         self.truetime_issued.labels(table_id).inc()
         if behind_mark:
             self.truetime_behind.labels(table_id).inc()
+
+    def count_cost(self, table_id: str, service: str, cost: Mapping[str, Any]) -> None:
+        """One attempt's cost (``service.cost``); written bytes and files count on success only
+        (``hts_total_bytes_written``)."""
+        if not cost:
+            return
+        self.core_seconds.labels(table_id, service).inc(cost.get("core_seconds") or 0.0)
+        for counter, key in (
+            (self.bytes_read, "bytes_read"),
+            (self.files_read, "files_read"),
+            (self.run_storage_requests, "storage_requests"),
+        ):
+            if cost.get(key) is not None:
+                counter.labels(table_id, service).inc(cost[key])
 
     def names(self) -> Iterable[str]:
         """Every metric family name this registry exports (for tests and docs)."""

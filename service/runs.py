@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from hoodie.services.registry import ServiceKind
+from service.cost import add_costs
 from service.errors import NotFound
 from service.executor import Executor, Outcome
 from service.locks import LockState
@@ -23,7 +24,7 @@ from service.metrics import Metrics
 from service.queue import WorkItem, WorkQueue
 from service.registry import Registry
 from service.settings import Settings
-from service.store import Run, RunKind, RunState, RunStore
+from service.store import Run, RunKind, RunState, RunStore, ServiceStreak
 
 log = logging.getLogger("hts.daemon")
 
@@ -49,6 +50,7 @@ class RunLoop:
     executor: Executor
     metrics: Metrics
     gave_up: dict[tuple[str, str], str]
+    streaks: dict[tuple[str, str], ServiceStreak]
     stopping: bool
     _submitting: threading.Lock
     _closing: threading.Event
@@ -114,6 +116,53 @@ class RunLoop:
         )
         return run, True
 
+    @property
+    def suspended(self) -> dict[tuple[str, str], str]:
+        """(table, service) -> why it is suspended there, for every suspended service (like ``gave_up``)."""
+        return {
+            key: f"suspended after {s.consecutive_failures} consecutive failed runs "
+            f"(last: run {s.last_run}: {s.last_error})"
+            for key, s in list(self.streaks.items())
+            if s.suspended
+        }
+
+    def suspension(self, table_id: str, service: str) -> ServiceStreak | None:
+        """The suspension of ``service`` on the table (after ``retry.suspend_after`` failed runs), if any."""
+        streak = self.streaks.get((table_id, service))
+        return streak if streak is not None and streak.suspended else None
+
+    def _count_outcome(self, item: WorkItem, outcome: Outcome) -> None:
+        """A finished run extends (failed) or ends (succeeded) its (table, service)'s failure streak."""
+        if item.run_id is None or outcome.state not in (RunState.FAILED, RunState.SUCCEEDED):
+            return
+        failed = outcome.state is RunState.FAILED
+        key = (item.table_id, item.service)
+        if not failed and key not in self.streaks:
+            return  # nothing to end: no row written for tables that never failed
+        before = self.streaks.get(key)
+        streak = self.store.record_outcome(
+            item.table_id,
+            item.service,
+            item.run_id,
+            failed=failed,
+            error=outcome.error,
+            suspend_after=self.settings.retry.suspend_after,
+        )
+        self.streaks[key] = streak
+        if streak.suspended and (before is None or not before.suspended):
+            log.error(
+                "%s suspended on %s after %d consecutive failed runs (last: run %d: %s); "
+                "nothing is scheduled or executed there until POST /v1/tables/%s/services/%s/resume",
+                item.service,
+                item.table_id,
+                streak.consecutive_failures,
+                item.run_id,
+                outcome.error,
+                item.table_id,
+                item.service,
+                **tags(table=item.table_id, service=item.service, run=item.run_id, decision="suspend"),
+            )
+
     def _claim(self, item: WorkItem, instant: str) -> WorkItem | None:
         """``item`` planned (or picked) ``instant`` and carries it out: its run is that instant's."""
         owner = self.queue.claim(item, instant)
@@ -149,8 +198,19 @@ class RunLoop:
                 item.attempts,
                 **tags(table=item.table_id, service=item.service, instant=item.instant, run=item.run_id),
             )
+        suspended = self.suspension(item.table_id, item.service)
         if entry is None:
             outcome = Outcome(RunState.SKIPPED, {"reason": "table no longer served"})
+        elif suspended is not None:
+            outcome = Outcome(
+                RunState.SKIPPED,
+                {"reason": "suspended"},
+                f"{item.service} is suspended on {item.table_id} after "
+                f"{suspended.consecutive_failures} consecutive failed runs",
+            )
+            if quiet:
+                self.queue.finish(item, 0.0)
+                return
         else:
             outcome = self.executor.run(item, entry)
         seconds = time.monotonic() - started
@@ -172,6 +232,7 @@ class RunLoop:
             self.store.update(run.id, started_at=started_at, attempts=item.attempts)
         fields = tags(table=item.table_id, service=item.service, instant=item.instant, run=item.run_id)
         self._record(item, outcome, seconds)
+        self._add_cost(item.run_id, outcome)
         retry = self.settings.retry
         if (
             outcome.state is RunState.FAILED
@@ -201,6 +262,7 @@ class RunLoop:
             self.gave_up[target] = f"gave up after repeated failures: {outcome.error or 'failed'}"
         if outcome.state is RunState.CANCELLED and target is not None and not self.stopping:
             self.gave_up[target] = CANCELLED.format(run=item.run_id, service=item.service)
+        self._count_outcome(item, outcome)
         details = dict(outcome.details)
         if item.progress != (0, 0):
             details["tasks_done"], details["tasks_total"] = item.progress
@@ -234,11 +296,19 @@ class RunLoop:
                     decision=f"planned by run {item.run_id}",
                 )
 
+    def _add_cost(self, run_id: int, outcome: Outcome) -> None:
+        """Add this attempt's cost to the run's (a retried run's cost is all its attempts')."""
+        if not outcome.cost:
+            return
+        earlier = self.store.get(run_id)
+        self.store.update(run_id, cost=add_costs(earlier.cost if earlier is not None else None, outcome.cost))
+
     def _record(self, item: WorkItem, outcome: Outcome, seconds: float) -> None:
         m = self.metrics
         table, service = item.table_id, item.service
         m.runs.labels(table, service, outcome.state.value).inc()
         m.run_duration.labels(table, service).observe(seconds)
+        m.count_cost(table, service, outcome.cost)
         if outcome.state is not RunState.SUCCEEDED:
             return
         d = outcome.details

@@ -18,6 +18,8 @@ INSTANT_PATTERN = r"^(?:[0-9]{14}|[0-9]{17})$"
 """An instant time: ``yyyyMMddHHmmss`` or ``yyyyMMddHHmmssSSS`` (hoodie.timeline.instant_time)."""
 TABLE_ID_PATTERN = r"^[^/]+$"
 """A table id: configured, or a discovered table's path below its root with ``/`` as ``.``."""
+SERVICE_PATTERN = r"^[a-z_]+$"
+"""A table service's name (``hoodie.services.registry``): compaction, clean, ..."""
 RUN_ID_MAX = 2**63 - 1
 """Run ids are SQLite row ids: 1 up to the largest signed 64-bit integer."""
 
@@ -102,6 +104,46 @@ class TablePaused(Paused):
     table: str
 
 
+class HealthReason(_Body):
+    """One thing that costs a table health points (``service.health``)."""
+
+    code: Literal[
+        "table_error",
+        "compaction_backlog",
+        "log_files_per_slice",
+        "clean_lag",
+        "archival_lag",
+        "savepoint_holds_clean",
+        "savepoint_holds_archival",
+        "dead_heartbeat",
+        "gave_up",
+        "repeated_failures",
+        "suspended",
+    ]
+    penalty: int = Field(ge=0, le=100, description="Points the score loses for it")
+    message: str
+    value: float | None = Field(description="What was measured (commits, log files, failures, ...)")
+    threshold: float | None = Field(description="The setting it is measured against")
+    service: str | None = Field(description="The service that would fix it, or that fails")
+    instant: str | None
+
+
+class ServiceStreakBody(_Body):
+    """A service's consecutive failed runs on a table, and its auto-suspension."""
+
+    service: str
+    suspended: bool
+    suspended_at: float | None = Field(description="When it was suspended (unix time)")
+    consecutive_failures: int = Field(ge=0)
+    last_error: str | None
+    last_run: int | None = Field(description="The last failed run")
+    last_failed_at: float | None
+
+
+class ServiceResumed(ServiceStreakBody):
+    table: str
+
+
 class TableSummary(_Body):
     id: str
     path: str
@@ -112,6 +154,14 @@ class TableSummary(_Body):
     error: str | None
     paused: bool
     source: Literal["static", "discovered"]
+    health_score: int = Field(
+        ge=0, le=100, description="100 when the table's services keep up, minus each reason's penalty"
+    )
+    health_reasons: list[HealthReason] = Field(description="Why the score is below 100, worst first")
+    suspended: dict[str, ServiceStreakBody] = Field(
+        description="service -> its suspension after retry.suspend_after consecutive failed runs "
+        "(resume: POST /v1/tables/{id}/services/{service}/resume)"
+    )
 
 
 class TableSettings(_Body):
@@ -146,6 +196,32 @@ class RunningService(_Body):
     tasks_total: int = Field(ge=0)
 
 
+class RunCost(_Body):
+    """What a run used (``service.cost``); storage fields are null while not counted."""
+
+    core_seconds: float = Field(
+        ge=0, description="CPU seconds: in process the run's, on Spark driver + tasks"
+    )
+    bytes_written: int = Field(ge=0, description="From the commit's write stats")
+    files_written: int = Field(ge=0, description="From the commit's write stats")
+    bytes_read: int | None = Field(ge=0)
+    files_read: int | None = Field(ge=0)
+    storage_requests: int | None = Field(ge=0)
+    requests_by_op: dict[str, int] | None
+
+
+class CostTotals(_Body):
+    """A table's runs' costs summed over its run history."""
+
+    runs: int = Field(ge=0, description="Runs with a recorded cost")
+    core_seconds: float = Field(ge=0)
+    bytes_written: int = Field(ge=0)
+    files_written: int = Field(ge=0)
+    bytes_read: int | None = Field(ge=0)
+    files_read: int | None = Field(ge=0)
+    storage_requests: int | None = Field(ge=0)
+
+
 class TableDetail(TableSummary):
     model_config = ConfigDict(extra="allow")
 
@@ -156,6 +232,10 @@ class TableDetail(TableSummary):
     refused: dict[str, str] = Field(
         description="service -> why the table's shape refuses it (never scheduled or executed there)"
     )
+    failures: dict[str, ServiceStreakBody] = Field(
+        description="service -> its consecutive failed runs (services failing now or suspended)"
+    )
+    cost: CostTotals
 
 
 class TimelineInstant(_Body):
@@ -206,3 +286,4 @@ class RunBody(_Body):
     details: dict[str, Any]
     idempotency_key: str | None
     replica: str
+    cost: RunCost | None = Field(description="What the run used; null until its first attempt ended")

@@ -155,6 +155,9 @@ class RetrySettings(_Model):
     max_attempts: int = Field(default=4, ge=1)
     backoff_initial_s: float = Field(default=10.0, ge=0)
     backoff_max_s: float = Field(default=600.0, ge=0)
+    suspend_after: int | None = Field(default=4, ge=1)
+    """Consecutive failed runs of a (table, service), across instants, after which the service is
+    suspended on that table until an operator resumes it (null: never suspend)."""
 
 
 class SparkSettings(_Model):

@@ -44,7 +44,19 @@ CREATE TABLE IF NOT EXISTS idempotency_keys (
     key TEXT PRIMARY KEY,
     run_id INTEGER NOT NULL REFERENCES runs (id)
 );
+CREATE TABLE IF NOT EXISTS service_streaks (
+    table_id TEXT NOT NULL,
+    service TEXT NOT NULL,
+    consecutive_failures INTEGER NOT NULL DEFAULT 0,
+    last_error TEXT,
+    last_run INTEGER,
+    last_failed_at REAL,
+    suspended_at REAL,
+    PRIMARY KEY (table_id, service)
+);
 """
+COST_COLUMN = "ALTER TABLE runs ADD COLUMN cost TEXT"
+"""Run histories written before runs had a cost get the column on open."""
 
 
 class RunState(StrEnum):
@@ -103,6 +115,8 @@ class Run:
     details: dict[str, Any]
     idempotency_key: str | None
     replica: str
+    cost: dict[str, Any] | None = None
+    """What the run used (:class:`service.cost.RunCost` as JSON); None until it finished."""
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -125,12 +139,44 @@ class Run:
             "details": self.details,
             "idempotency_key": self.idempotency_key,
             "replica": self.replica,
+            "cost": self.cost,
+        }
+
+
+@dataclass(frozen=True)
+class ServiceStreak:
+    """A (table, service)'s run of consecutive failed runs, and whether it got it suspended."""
+
+    table_id: str
+    service: str
+    consecutive_failures: int
+    last_error: str | None
+    last_run: int | None
+    last_failed_at: float | None
+    suspended_at: float | None
+
+    @property
+    def suspended(self) -> bool:
+        return self.suspended_at is not None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "service": self.service,
+            "suspended": self.suspended,
+            "suspended_at": self.suspended_at,
+            "consecutive_failures": self.consecutive_failures,
+            "last_error": self.last_error,
+            "last_run": self.last_run,
+            "last_failed_at": self.last_failed_at,
         }
 
 
 _COLUMNS = (
     "id, table_id, table_path, service, kind, instant, trigger, state, attempts, created_at, "
-    "started_at, finished_at, error, details, idempotency_key, replica"
+    "started_at, finished_at, error, details, idempotency_key, replica, cost"
+)
+_STREAK_COLUMNS = (
+    "table_id, service, consecutive_failures, last_error, last_run, last_failed_at, suspended_at"
 )
 
 
@@ -152,7 +198,12 @@ def _run(row: tuple[Any, ...]) -> Run:
         details=json.loads(row[13]) if row[13] else {},
         idempotency_key=row[14],
         replica=row[15],
+        cost=json.loads(row[16]) if row[16] else None,
     )
+
+
+def _streak(row: tuple[Any, ...]) -> ServiceStreak:
+    return ServiceStreak(*row)
 
 
 class RunStore:
@@ -167,6 +218,9 @@ class RunStore:
         with self._guard:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.executescript(SCHEMA)
+            columns = {r[1] for r in self._db.execute("PRAGMA table_info(runs)")}
+            if "cost" not in columns:
+                self._db.execute(COST_COLUMN)
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
@@ -246,13 +300,14 @@ class RunStore:
             return _run(row), True
 
     def update(self, run_id: int, **fields: Any) -> None:
-        allowed = {"state", "attempts", "started_at", "finished_at", "error", "details", "instant"}
+        allowed = {"state", "attempts", "started_at", "finished_at", "error", "details", "instant", "cost"}
         unknown = set(fields) - allowed
         if unknown:
             raise ValueError(f"unknown run fields {sorted(unknown)}")
         values = {k: (v.value if isinstance(v, StrEnum) else v) for k, v in fields.items()}
-        if "details" in values:
-            values["details"] = json.dumps(values["details"], default=str)
+        for column in ("details", "cost"):
+            if column in values and values[column] is not None:
+                values[column] = json.dumps(values[column], default=str)
         assignments = ", ".join(f"{k} = ?" for k in values)
         with self._tx() as db:
             db.execute(f"UPDATE runs SET {assignments} WHERE id = ?", (*values.values(), run_id))
@@ -303,3 +358,90 @@ class RunStore:
         with self._guard:
             rows = self._db.execute("SELECT state, COUNT(*) FROM runs GROUP BY state").fetchall()
         return {state: n for state, n in rows}
+
+    # -- consecutive failures and suspensions -------------------------------------------------
+
+    def record_outcome(
+        self,
+        table_id: str,
+        service: str,
+        run_id: int,
+        *,
+        failed: bool,
+        error: str | None,
+        suspend_after: int | None,
+    ) -> ServiceStreak:
+        """Count a finished run of (table, service): a failure extends the streak (and suspends the
+        service at ``suspend_after`` failures in a row), a success ends it."""
+        now = time.time()
+        with self._tx() as db:
+            db.execute(
+                "INSERT OR IGNORE INTO service_streaks (table_id, service) VALUES (?, ?)", (table_id, service)
+            )
+            if failed:
+                db.execute(
+                    "UPDATE service_streaks SET consecutive_failures = consecutive_failures + 1, "
+                    "last_error = ?, last_run = ?, last_failed_at = ? WHERE table_id = ? AND service = ?",
+                    (error, run_id, now, table_id, service),
+                )
+                if suspend_after is not None:
+                    db.execute(
+                        "UPDATE service_streaks SET suspended_at = ? WHERE table_id = ? AND service = ? "
+                        "AND suspended_at IS NULL AND consecutive_failures >= ?",
+                        (now, table_id, service, suspend_after),
+                    )
+            else:
+                db.execute(
+                    "UPDATE service_streaks SET consecutive_failures = 0 WHERE table_id = ? AND service = ?",
+                    (table_id, service),
+                )
+            row = db.execute(
+                f"SELECT {_STREAK_COLUMNS} FROM service_streaks WHERE table_id = ? AND service = ?",
+                (table_id, service),
+            ).fetchone()
+        return _streak(row)
+
+    def resume_service(self, table_id: str, service: str) -> ServiceStreak | None:
+        """Lift the suspension of (table, service) and restart its count; None when not suspended."""
+        with self._tx() as db:
+            cur = db.execute(
+                "UPDATE service_streaks SET suspended_at = NULL, consecutive_failures = 0 "
+                "WHERE table_id = ? AND service = ? AND suspended_at IS NOT NULL",
+                (table_id, service),
+            )
+            if cur.rowcount == 0:
+                return None
+            row = db.execute(
+                f"SELECT {_STREAK_COLUMNS} FROM service_streaks WHERE table_id = ? AND service = ?",
+                (table_id, service),
+            ).fetchone()
+        return _streak(row)
+
+    def streaks(self) -> tuple[ServiceStreak, ...]:
+        with self._guard:
+            rows = self._db.execute(f"SELECT {_STREAK_COLUMNS} FROM service_streaks").fetchall()
+        return tuple(_streak(r) for r in rows)
+
+    def cost_totals(self, table_id: str) -> dict[str, Any]:
+        """The costs of ``table_id``'s runs summed (``service.cost``); storage sums are null when no
+        run counted them."""
+        fields = (
+            "core_seconds",
+            "bytes_written",
+            "files_written",
+            "bytes_read",
+            "files_read",
+            "storage_requests",
+        )
+        sums = ", ".join(f"SUM(json_extract(cost, '$.{f}'))" for f in fields)
+        with self._guard:
+            row = self._db.execute(
+                f"SELECT COUNT(cost), {sums} FROM runs WHERE table_id = ? AND cost IS NOT NULL", (table_id,)
+            ).fetchone()
+        totals: dict[str, Any] = {"runs": row[0]}
+        for name, value in zip(fields, row[1:], strict=True):
+            totals[name] = value
+        totals["core_seconds"] = round(totals["core_seconds"] or 0.0, 6)
+        for name in ("bytes_written", "files_written"):
+            totals[name] = int(totals[name] or 0)
+        return totals

@@ -15,7 +15,9 @@ from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.timeline import ActiveTimeline
 from service.errors import NotFound
+from service.health import Health
 from service.registry import TableEntry
+from service.store import ServiceStreak
 
 _SHOWN_PROPERTIES = (
     "hoodie.table.name",
@@ -32,7 +34,7 @@ _SHOWN_PROPERTIES = (
 )
 
 
-def summary(entry: TableEntry) -> dict[str, Any]:
+def summary(entry: TableEntry, health: Health, suspended: dict[str, dict[str, Any]]) -> dict[str, Any]:
     table = entry.table
     return {
         "id": entry.id,
@@ -44,6 +46,9 @@ def summary(entry: TableEntry) -> dict[str, Any]:
         "error": entry.error,
         "paused": entry.paused,
         "source": entry.config.source,
+        "health_score": health.score,
+        "health_reasons": [r.as_json() for r in health.reasons],
+        "suspended": suspended,
     }
 
 
@@ -51,7 +56,10 @@ def detail(
     entry: TableEntry,
     running: list[dict[str, Any]],
     gave_up: dict[str, str],
-    refused: dict[str, str] | None = None,
+    refused: dict[str, str],
+    health: Health,
+    streaks: list[ServiceStreak],
+    cost: dict[str, Any],
 ) -> dict[str, Any]:
     table = entry.table
     pending = []
@@ -63,8 +71,9 @@ def detail(
     props = {}
     if table is not None:
         props = {k: table.config.props[k] for k in _SHOWN_PROPERTIES if k in table.config.props}
+    suspended = {s.service: s.as_json() for s in streaks if s.suspended}
     return {
-        **summary(entry),
+        **summary(entry, health, suspended),
         "config": {
             "properties": props,
             "options": entry.config.options,
@@ -78,7 +87,9 @@ def detail(
         },
         "pending": pending,
         "running": running,
-        "refused": refused or {},
+        "refused": refused,
+        "failures": {s.service: s.as_json() for s in streaks if s.consecutive_failures or s.suspended},
+        "cost": cost,
     }
 
 

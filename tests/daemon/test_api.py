@@ -46,6 +46,9 @@ def test_a_requested_compaction_is_found_and_executed(tmp_path: Path) -> None:
                 "error": None,
                 "paused": False,
                 "source": "discovered",
+                "health_score": 100,
+                "health_reasons": [],
+                "suspended": {},
             }
         ]
         metrics = client.get("/metrics").text

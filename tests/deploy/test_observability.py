@@ -27,7 +27,7 @@ from service.daemon import TRIGGERABLE
 from service.locks.base import LockState
 from service.metrics import Metrics
 from service.store import RunState
-from tests.daemon.helpers import ServeProcess, mor_table, wait_for
+from tests.daemon.helpers import ServeProcess, mor_table, request_compaction, wait_for
 from tests.tables import new_table
 
 REPO = Path(__file__).resolve().parents[2]
@@ -58,6 +58,9 @@ GRAFANA_VARIABLES = {
 # Metrics the daemon exports (their HELP and TYPE) without samples in this test's scrape.
 NOT_OBSERVED_HERE = {
     "hts_lock_acquire_failure_total": "needs another process holding the table lock",
+    "hts_run_bytes_read_total": "counted once the storage layer reports to hoodie.io.usage",
+    "hts_run_files_read_total": "counted once the storage layer reports to hoodie.io.usage",
+    "hts_run_storage_requests_total": "counted once the storage layer reports to hoodie.io.usage",
 }
 
 METRIC_NAME = re.compile(r"\bhts_[A-Za-z0-9_]+")
@@ -338,9 +341,14 @@ def scrape_a_working_daemon(root: Path) -> str:
 
     ``orders``: MERGE_ON_READ with log files, compacted on request (scraped mid-compaction too,
     so the queue gauges have samples), then archival; ``clock``: its TrueTime high-water mark an
-    hour ahead, so the time issued counts as clock-behind; ``broken``: fails to open.
+    hour ahead, so the time issued counts as clock-behind; ``broken``: fails to open;
+    ``failing``: its requested compaction names a log file that is gone, so its run fails.
     """
     mor_table(root / "tables" / "orders")
+    failing = root / "tables" / "failing"
+    mor_table(failing)
+    request_compaction(failing)
+    next(p for p in sorted(failing.rglob("*.log.*")) if ".hoodie" not in p.parts).unlink()
     clock = root / "tables" / "clock"
     new_table(clock)
     mark = clock / ".hoodie" / ".aux" / "hts" / "truetime"
@@ -368,6 +376,14 @@ def scrape_a_working_daemon(root: Path) -> str:
             lambda: 'hts_table_up{table="broken"} 0.0' in daemon.get("/metrics"),
             60,
             "the broken table to be looked at",
+        )
+        wait_for(
+            lambda: (
+                'hts_service_consecutive_failures{service="compaction",table="failing"} 1.0'
+                in daemon.get("/metrics")
+            ),
+            120,
+            "the failing table's run to fail",
         )
         after = daemon.get("/metrics")
     finally:
