@@ -4,11 +4,12 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+AXE := build/axe/node_modules/axe-core/axe.min.js
 export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: install test lint typecheck contracts pytest bench bench-big fuzz run clean check-java system-packages
 
-install: $(STAMP) check-java system-packages
+install: $(STAMP) check-java system-packages $(AXE)
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -25,8 +26,9 @@ check-java:
 	  exit 1; \
 	fi
 
-# Debian packages the tests use: a real ZooKeeper server and promtool (from prometheus).
-DEBIAN_PACKAGES := zookeeper prometheus
+# Debian packages the tests use: a real ZooKeeper server, promtool (from prometheus), and Chromium
+# with its ChromeDriver for the console's browser tests (/usr/bin/chromium, /usr/bin/chromedriver).
+DEBIAN_PACKAGES := zookeeper prometheus chromium chromium-driver
 system-packages:
 	@missing=""; for p in $(DEBIAN_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
@@ -35,6 +37,13 @@ system-packages:
 	  echo "installing Debian packages:$$missing"; \
 	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
+
+# axe-core (accessibility checks the console's browser tests inject into each page), from npm into
+# build/axe (ignored by git; AXE is set at the top).
+$(AXE):
+	@command -v npm >/dev/null || { echo "hts tests need Node.js and npm (for axe-core): apt-get install -y nodejs npm"; exit 1; }
+	mkdir -p build/axe
+	npm install --silent --no-save --no-audit --no-fund --prefix build/axe axe-core@4
 
 LINT_PATHS := hoodie jobs service tests $(wildcard bench)
 

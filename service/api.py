@@ -27,7 +27,8 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from hoodie.errors import HoodieError, InvalidInputError, TableNotFoundError, TimelineError
-from service import schemas, views
+from service import fleet, schemas, views
+from service.console import mount_console
 from service.daemon import TRIGGERABLE, Daemon
 from service.errors import BadRequest, Conflict, NotFound, ServiceError
 from service.schemas import (
@@ -131,14 +132,19 @@ def create_app(daemon: Daemon, *, manage_lifecycle: bool = True) -> FastAPI:
         redirect_slashes=False,
     )
 
+    def token_of(credentials: HTTPAuthorizationCredentials | None) -> tuple[str, str, str]:
+        """The configured token ``(secret, scope, name)`` the request carries; 401 otherwise."""
+        if credentials is None:
+            raise ApiError(401, "a bearer token is required", {"WWW-Authenticate": "Bearer"})
+        given = credentials.credentials.strip().encode()
+        match = next((t for t in tokens if hmac.compare_digest(t[0].encode(), given)), None)
+        if match is None:
+            raise ApiError(401, "unknown token", {"WWW-Authenticate": 'Bearer error="invalid_token"'})
+        return match
+
     def authorize(scope: Scope) -> Callable[..., None]:
         def check(credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)]) -> None:
-            if credentials is None:
-                raise ApiError(401, "a bearer token is required", {"WWW-Authenticate": "Bearer"})
-            given = credentials.credentials.strip().encode()
-            match = next((t for t in tokens if hmac.compare_digest(t[0].encode(), given)), None)
-            if match is None:
-                raise ApiError(401, "unknown token", {"WWW-Authenticate": 'Bearer error="invalid_token"'})
+            match = token_of(credentials)
             if scope == "admin" and match[1] != "admin":
                 raise ApiError(403, f"token {match[2]!r} has scope {match[1]!r}; this needs 'admin'")
 
@@ -385,6 +391,66 @@ def create_app(daemon: Daemon, *, manage_lifecycle: bool = True) -> FastAPI:
         took_ms = round((time.monotonic() - started) * 1000, 1)
         return schemas.TrueTime(table=table_id, instant_time=instant, took_ms=took_ms)
 
+    # -- the console's data ---------------------------------------------------------------------
+
+    whoami_doc = (
+        "What the caller's token may do: ``admin`` acts, ``read`` only looks (without tokens "
+        "configured, everyone is ``admin`` on loopback)."
+    )
+    if tokens:
+
+        @app.get(
+            "/v1/whoami",
+            tags=["console"],
+            operation_id="whoami",
+            responses=errors(*auth_errors),
+            description=whoami_doc,
+        )
+        def whoami(
+            credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)],
+        ) -> schemas.WhoAmI:
+            _, scope, name = token_of(credentials)
+            given: Scope = "admin" if scope == "admin" else "read"
+            return schemas.WhoAmI(auth=True, scope=given, name=name, triggerable=list(TRIGGERABLE))
+
+    else:
+
+        @app.get("/v1/whoami", tags=["console"], operation_id="whoami", description=whoami_doc)
+        def whoami_open() -> schemas.WhoAmI:
+            return schemas.WhoAmI(auth=False, scope="admin", name=None, triggerable=list(TRIGGERABLE))
+
+    @app.get(
+        "/v1/fleet",
+        tags=["console"],
+        dependencies=read,
+        response_model=None,
+        responses={
+            200: {"model": schemas.Fleet, "description": "Every table, compact"},
+            **errors(*auth_errors),
+        },
+    )
+    def fleet_page() -> Response:
+        """Every table's state, pending services with their ages against the table's thresholds,
+        queued and running work, recent failures, refused and suspended services, in one response
+        (fields at their default are left out)."""
+        body = schemas.Fleet.model_validate(fleet.fleet(daemon))
+        return Response(body.model_dump_json(exclude_defaults=True), media_type="application/json")
+
+    @app.get(
+        "/v1/tables/{table_id}/storage",
+        tags=["tables"],
+        dependencies=read,
+        responses=errors(*auth_errors, 404, 409, 422),
+    )
+    def storage(table_id: TableId) -> schemas.TableStorage:
+        """File groups and slices in summary (per partition, the first 200 by name), the metadata
+        table's partitions and their state, and the table's shape with its evidence."""
+        entry = daemon.entry(table_id)
+        table = _open(table_id)
+        return schemas.TableStorage.model_validate(
+            {"table": table_id, **views.storage(table, entry.config.options, daemon.refused(entry))}
+        )
+
     # -- runs ----------------------------------------------------------------------------------
 
     @app.get("/v1/runs", tags=["runs"], dependencies=read, responses=errors(400, *auth_errors))
@@ -422,6 +488,7 @@ def create_app(daemon: Daemon, *, manage_lifecycle: bool = True) -> FastAPI:
     def cancel(run_id: RunId) -> RunBody:
         return RunBody.model_validate(daemon.cancel(run_id).as_json())
 
+    mount_console(app)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
 
