@@ -50,8 +50,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="partitions of the planning section's table, 20 file groups each (default 10,000)",
     )
     p.add_argument(
+        "--console-tables",
+        type=int,
+        default=1000,
+        help="tables of the console section's fleet (default 1,000)",
+    )
+    p.add_argument(
         "--only",
-        choices=["read", "compaction", "clustering", "clean", "planning", "metadata", "daemon"],
+        choices=["read", "compaction", "clustering", "clean", "planning", "metadata", "daemon", "console"],
         action="append",
         help="run only these sections (repeatable; default: all)",
     )
@@ -95,7 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not 0 < updates <= rows:
         raise SystemExit("--updates must be between 1 and --rows")
     started = time.perf_counter()
-    order = ("read", "compaction", "clustering", "clean", "planning", "metadata", "daemon")
+    order = ("read", "compaction", "clustering", "clean", "planning", "metadata", "daemon", "console")
     sections = set(args.only or order)
     print(f"hts benchmarks: {', '.join(s for s in order if s in sections)}")
     if sections & {"read", "compaction"}:
@@ -122,6 +128,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         metadata_section(args)
     if "daemon" in sections:
         daemon_section(args)
+    if "console" in sections:
+        console_section(args)
     print(f"(benchmark wall time {time.perf_counter() - started:.0f}s)")
     return 0
 
@@ -185,6 +193,32 @@ def daemon_section(args: argparse.Namespace) -> None:
                     100 * daemon.TARGET_IDLE_CPU,
                     "%",
                 ),
+            ]
+        )
+    )
+
+
+def console_section(args: argparse.Namespace) -> None:
+    from bench import console
+
+    print("\nconsole (hts serve in its own process; the fleet page's data against GET /v1/tables):")
+    fig = console.fleet_page(args.cache_dir / "console", tables=args.console_tables)
+    print(
+        f"  {fig.tables} tables ({fig.pending} with a queued compaction, {fig.broken} unreadable), "
+        f"median of {fig.rounds} interleaved rounds: GET /v1/tables {fig.tables_s * 1000:.1f} ms "
+        f"({fig.tables_bytes / 1024:.0f} KB), GET /v1/fleet {fig.fleet_s * 1000:.1f} ms "
+        f"({fig.fleet_bytes / 1024:.0f} KB); GET /v1/whoami (once per page load) {fig.whoami_s * 1000:.1f} ms"
+    )
+    print(
+        format_targets(
+            [
+                Target(
+                    f"fleet page data / GET /v1/tables, {fig.tables} tables",
+                    fig.ratio,
+                    console.TARGET_VS_TABLES,
+                    "x",
+                ),
+                Target("fleet page data size, KB", fig.fleet_bytes / 1024, console.TARGET_BYTES / 1024, "KB"),
             ]
         )
     )

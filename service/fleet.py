@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 from hoodie.errors import HoodieError
 from hoodie.services.compaction import CompactionPolicy
 from hoodie.services.registry import ServiceKind
-from service import views
 from service.registry import TableEntry
+from service.watcher import PendingInstant
 
 if TYPE_CHECKING:
     from service.daemon import Daemon
@@ -26,8 +26,6 @@ FAILURE_WINDOW_S = 24 * 3600.0
 """Failed runs created this long ago or later count as recent."""
 ERROR_CHARS = 160
 """Errors are cut to this many characters here (the table and run pages show them whole)."""
-_SUMMARY_LEFT_OUT = frozenset({"path", "name", "version", "source"})
-"""Summary fields the fleet leaves to the table page (anything else a summary gains is kept)."""
 
 
 def _cut(text: str | None) -> str | None:
@@ -50,15 +48,58 @@ def age_limit_s(entry: TableEntry, service: str) -> float | None:
     return policy.interval_s if policy is not None and policy.enabled else None
 
 
-def suspended_services(daemon: Daemon, entry: TableEntry) -> dict[str, str]:
-    """Service -> why it is suspended on ``entry`` (auto-suspend, ``retry.suspend_after``): read
+def suspended_services(daemon: Daemon) -> dict[str, dict[str, str]]:
+    """Table -> service -> why it is suspended there (auto-suspend, ``retry.suspend_after``): read
     from the daemon's ``suspended`` map keyed by (table, service), like ``gave_up``, when it has one."""
     suspended: dict[tuple[str, str], Any] = getattr(daemon, "suspended", None) or {}
-    return {s: _cut(str(why)) or "" for (t, s), why in suspended.items() if t == entry.id}
+    out: dict[str, dict[str, str]] = {}
+    for (table_id, service), why in list(suspended.items()):
+        out.setdefault(table_id, {})[service] = _cut(str(why)) or ""
+    return out
+
+
+_REFUSED: dict[str, tuple[tuple[object, ...], list[str]]] = {}
+"""Per table id: the services its shape refuses, with the (table, timeline, config) objects they were
+computed from; computed again when any of them is another object (a reload)."""
+
+
+def refused_services(daemon: Daemon, entry: TableEntry) -> list[str]:
+    """The services ``entry``'s shape refuses (``Daemon.refused``), kept while its table's timeline
+    and properties stay the objects they were (the watcher replaces them when they change)."""
+    table = entry.table
+    if table is None:
+        return sorted(daemon.refused(entry))
+    key = (table, table.timeline, table.config)
+    cached = _REFUSED.get(entry.id)
+    if cached is not None and all(a is b for a, b in zip(cached[0], key, strict=True)):
+        return cached[1]
+    names = sorted(daemon.refused(entry))
+    _REFUSED[entry.id] = (key, names)
+    return names
+
+
+def _pending(entry: TableEntry, found: list[PendingInstant]) -> list[dict[str, Any]]:
+    """Per service: how many pending instants, the oldest one's age and the table's threshold."""
+    by_service: dict[str, dict[str, Any]] = {}
+    for p in found:
+        row = by_service.get(p.service)
+        if row is None:
+            row = by_service[p.service] = {"service": p.service, "count": 0, "oldest_s": 0.0}
+            limit = age_limit_s(entry, p.service)
+            if limit is not None:
+                row["limit_s"] = limit
+        row["count"] += 1
+        row["oldest_s"] = max(row["oldest_s"], round(p.age_s, 1))
+        if p.abandoned:
+            row["abandoned"] = row.get("abandoned", 0) + 1
+        if p.blocked is not None:
+            row["blocked"] = row.get("blocked", 0) + 1
+    return list(by_service.values())
 
 
 def fleet(daemon: Daemon, now: float | None = None) -> dict[str, Any]:
-    """The fleet page's data (``service.schemas.Fleet``), tables by id."""
+    """The fleet page's data (``service.schemas.Fleet``), tables by id; each table's entry holds
+    only what differs from the defaults (``FleetTable``), so that it is small and quick to send."""
     now = time.time() if now is None else now
     running: dict[str, list[dict[str, Any]]] = {}
     queued: dict[str, int] = {}
@@ -71,29 +112,31 @@ def fleet(daemon: Daemon, now: float | None = None) -> dict[str, Any]:
         else:
             queued[item.table_id] = queued.get(item.table_id, 0) + 1
     failures = daemon.store.recent_failures(now - FAILURE_WINDOW_S)
+    suspended = suspended_services(daemon)
     tables = []
     for entry in sorted(daemon.registry, key=lambda e: e.id):
-        row = {k: v for k, v in views.summary(entry).items() if k not in _SUMMARY_LEFT_OUT}
-        row["error"] = _cut(row["error"])
-        pending: dict[str, dict[str, Any]] = {}
-        for p in entry.watch.pending if entry.watch is not None else ():
-            found = pending.get(p.service)
-            if found is None:
-                found = pending[p.service] = {"service": p.service, "count": 0, "oldest_s": 0.0}
-                found["limit_s"] = age_limit_s(entry, p.service)
-            found["count"] += 1
-            found["oldest_s"] = max(found["oldest_s"], round(p.age_s, 1))
-            found["abandoned"] = found.get("abandoned", 0) + int(p.abandoned)
-            found["blocked"] = found.get("blocked", 0) + int(p.blocked is not None)
-        row["pending"] = list(pending.values())
-        row["queued"] = queued.get(entry.id, 0)
-        row["running"] = running.get(entry.id, [])
-        failed = failures.get(entry.id)
-        if failed is not None:
-            count, run, service, at, error = failed
+        table_id = entry.id
+        row: dict[str, Any] = {"id": table_id, "health": entry.health}
+        if entry.table is not None:
+            row["type"] = entry.table.config.table_type.value
+        if entry.error is not None:
+            row["error"] = _cut(entry.error)
+        if entry.paused:
+            row["paused"] = True
+        if entry.watch is not None and entry.watch.pending:
+            row["pending"] = _pending(entry, entry.watch.pending)
+        if table_id in queued:
+            row["queued"] = queued[table_id]
+        if table_id in running:
+            row["running"] = running[table_id]
+        if table_id in failures:
+            count, run, service, at, error = failures[table_id]
             row["failures"] = {"count": count, "run": run, "service": service, "at": at, "error": _cut(error)}
-        row["refused"] = sorted(daemon.refused(entry))
-        row["suspended"] = suspended_services(daemon, entry)
+        refused = refused_services(daemon, entry)
+        if refused:
+            row["refused"] = refused
+        if table_id in suspended:
+            row["suspended"] = suspended[table_id]
         tables.append(row)
     return {
         "generated_at": now,

@@ -13,6 +13,7 @@ import hudi
 
 from service.console import ASSETS, HEADERS
 from service.fleet import ERROR_CHARS
+from service.schemas import Fleet
 from tests.conftest import FIXTURES
 from tests.daemon.helpers import mor_table, request_compaction, running_daemon, wait_for
 
@@ -65,6 +66,7 @@ def test_the_fleet_says_per_table_what_is_pending_queued_failed_and_why_a_table_
         response = client.get("/v1/fleet")
         assert response.status_code == 200 and response.headers["content-type"] == "application/json"
         fleet = response.json()
+        assert Fleet.model_validate(fleet).model_dump(mode="json", exclude_defaults=True) == fleet
         assert fleet["paused"] is True and fleet["failure_window_s"] == 86400
         tables = {t["id"]: t for t in fleet["tables"]}
         assert [t["id"] for t in fleet["tables"]] == [t["id"] for t in client.get("/v1/tables").json()]
