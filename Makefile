@@ -81,9 +81,11 @@ fuzz: install
 	$(PY) -m tests.daemon.contract --examples $(FUZZ_EXAMPLES) --max-time $(FUZZ_SECONDS) --seed $(FUZZ_SEED)
 
 # The daemon with embedded defaults: tables under ./var/tables (a demo table is made there once),
-# local[*] Spark, the in-process lock, TrueTime in the daemon, the API on http://127.0.0.1:8080.
+# local[*] Spark, the in-process lock, TrueTime in the daemon, the API and the console on
+# http://127.0.0.1:8080 (the address is printed first).
 run: install
 	$(PY) -m service.cli quickstart --dir var/tables/demo --if-missing
+	@echo "hts console: http://127.0.0.1:$${HTS_API__PORT:-8080}/  (REST API under /v1, OpenAPI at /docs)"
 	$(PY) -m service.cli serve
 
 clean:

@@ -82,10 +82,11 @@ export function runHref(id) {
 export function age(seconds) {
   if (seconds === null || seconds === undefined) return "";
   const s = Math.max(0, Math.round(seconds));
+  const two = (big, bigUnit, small, smallUnit) => (small ? `${big} ${bigUnit} ${small} ${smallUnit}` : `${big} ${bigUnit}`);
   if (s < 60) return `${s} s`;
-  if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`;
-  if (s < 86400) return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
-  return `${Math.floor(s / 86400)} d ${Math.floor((s % 86400) / 3600)} h`;
+  if (s < 3600) return two(Math.floor(s / 60), "min", s % 60, "s");
+  if (s < 86400) return two(Math.floor(s / 3600), "h", Math.floor((s % 3600) / 60), "min");
+  return two(Math.floor(s / 86400), "d", Math.floor((s % 86400) / 3600), "h");
 }
 
 export function when(epochSeconds) {

@@ -27,7 +27,7 @@ from selenium.webdriver.support.ui import Select
 
 from tests.conftest import FIXTURES
 from tests.console.browser import axe_violations, chromium, page, tab_order, wait
-from tests.daemon.helpers import ServeProcess, mor_table, wait_for
+from tests.daemon.helpers import ServeProcess, mor_table, request_compaction, wait_for
 
 ADMIN = "console-admin-token-0123"
 READER = "console-read-token-01234"
@@ -42,6 +42,9 @@ class Daemon:
 
     def get(self, path: str, token: str = ADMIN) -> Any:
         return self.serve.request("GET", path, headers={"Authorization": f"Bearer {token}"})
+
+    def post(self, path: str, body: Any = None, token: str = ADMIN) -> Any:
+        return self.serve.request("POST", path, body, headers={"Authorization": f"Bearer {token}"})
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +65,15 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     ]
     serve = ServeProcess(root, "console", api={"tokens": tokens}).start()
     try:
-        yield Daemon(serve)
+        daemon = Daemon(serve)
+        # trips: a failed run (a bad option value), then paused with a compaction pending.
+        bad = {"options": {"hoodie.compaction.target.io": "lots"}}
+        failed = daemon.post("/v1/tables/trips/compaction", bad)
+        wait_for(lambda: daemon.get(f"/v1/runs/{failed['id']}")["state"] == "failed", 60, "the failed run")
+        daemon.post("/v1/tables/trips/pause")
+        request_compaction(tables / "trips")
+        wait_for(lambda: daemon.get("/v1/tables/trips")["pending"], 60, "the pending compaction on trips")
+        yield daemon
     finally:
         serve.stop()
 
@@ -93,12 +104,18 @@ def test_the_fleet_page_shows_what_the_api_says(daemon: Daemon, browser: WebDriv
     assert browser.find_element(By.ID, "scope").get_attribute("data-scope") == "admin"
     api = daemon.get("/v1/tables")
     expected = [(t["id"], TYPES.get(t["type"] or "", ""), t["health"]) for t in api]
-    assert expected == [("broken", "", "error"), ("orders", "MOR", "ok"), ("trips", "MOR", "ok")]
+    assert expected == [("broken", "", "error"), ("orders", "MOR", "ok"), ("trips", "MOR", "paused")]
     rows = browser.find_elements(By.CSS_SELECTOR, "#fleet tbody tr")
-    shown = [tuple(r.find_elements(By.TAG_NAME, "td")[i].text for i in range(3)) for r in rows]
-    assert shown == expected
-    notes = rows[0].find_elements(By.TAG_NAME, "td")[-1].text
-    assert api[0]["error"][:100] in notes, "the fleet shows why a table cannot be served"
+    cells = [[c.text for c in r.find_elements(By.TAG_NAME, "td")] for r in rows]
+    assert [tuple(c[:3]) for c in cells] == expected
+    assert api[0]["error"][:100] in cells[0][-1], "the fleet shows why a table cannot be served"
+    (pending,) = daemon.get("/v1/tables/trips")["pending"]
+    assert cells[2][3].startswith("compaction: 1 pending, oldest ") and cells[2][3].endswith(" (limit 1 h)")
+    (failed,) = daemon.get("/v1/runs?table=trips&state=failed")
+    assert cells[2][5].startswith(f"1 failed (last: compaction) {failed['error'][:60]}")
+    assert "paused" in cells[2][-1]
+    assert pending["service"] == "compaction"
+    assert f"console at {daemon.url}/" in daemon.serve.log(), "hts serve says where the console is"
     accessible(browser, "fleet", tmp_path)
     size = (tmp_path / "fleet.png").stat().st_size
     assert size < SCREENSHOT_MAX_BYTES, f"fleet screenshot is {size} bytes"

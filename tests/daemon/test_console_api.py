@@ -11,9 +11,11 @@ from pathlib import Path
 
 import hudi
 
+from service.cli import console_url
 from service.console import ASSETS, HEADERS
 from service.fleet import ERROR_CHARS
 from service.schemas import Fleet
+from service.settings import load_settings
 from tests.conftest import FIXTURES
 from tests.daemon.helpers import mor_table, request_compaction, running_daemon, wait_for
 
@@ -176,3 +178,13 @@ def test_the_console_is_served_from_the_package_with_a_strict_policy(tmp_path: P
         spec = client.get("/openapi.json").json()
         assert "/" not in spec["paths"] and not any(p.startswith("/console") for p in spec["paths"])
         assert {"/v1/fleet", "/v1/whoami", "/v1/tables/{table_id}/storage"} <= set(spec["paths"])
+
+
+def test_the_console_address_hts_serve_logs_is_one_a_browser_here_opens() -> None:
+    def url(host: str, port: int = 8080) -> str:
+        api = {"host": host, "port": port, "tokens": [{"token": ADMIN, "scope": "admin"}]}
+        return console_url(load_settings(overrides={"api": api}, environ={}))
+
+    assert url("127.0.0.1") == "http://127.0.0.1:8080/"
+    assert url("0.0.0.0", 9090) == "http://127.0.0.1:9090/"
+    assert url("::1") == "http://[::1]:8080/"
