@@ -30,7 +30,8 @@ check-java:
 # with its ChromeDriver for the console's browser tests (/usr/bin/chromium, /usr/bin/chromedriver).
 DEBIAN_PACKAGES := zookeeper prometheus chromium chromium-driver
 system-packages:
-	@missing=""; for p in $(DEBIAN_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	@missing=""; for p in $(DEBIAN_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  if ! command -v apt-get >/dev/null; then echo "hts tests need the Debian packages:$$missing (no apt-get here)"; exit 1; fi; \
 	  sudo=""; [ "$$(id -u)" -eq 0 ] || sudo="sudo"; \

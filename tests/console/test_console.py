@@ -175,6 +175,24 @@ def test_a_compaction_triggered_from_the_console_completes_and_shows_in_runs(
     timeline = browser.find_element(By.ID, "timeline").text
     assert done["instant"] in timeline
 
+    # A failed run offers a retry; declining the confirmation does nothing, and what the API
+    # refuses (trips is paused) is shown with its reason.
+    (failed,) = daemon.get("/v1/runs?table=trips&state=failed")
+    page(browser, daemon.url + "/#/runs?table=trips&state=failed", "Runs")
+    retry = browser.find_element(By.XPATH, f"//button[text()='Retry run {failed['id']}']")
+    retry.click()
+    wait(browser, lambda d: d.find_element(By.ID, "confirm").get_attribute("open") is not None, "the dialog")
+    browser.find_element(By.ID, "confirm-cancel").click()
+    wait(browser, lambda d: d.find_element(By.ID, "notice").text == "Nothing done.", "nothing done")
+    runs_before = len(daemon.get("/v1/runs?table=trips"))
+    browser.find_element(By.XPATH, f"//button[text()='Retry run {failed['id']}']").click()
+    wait(browser, lambda d: d.find_element(By.ID, "confirm").get_attribute("open") is not None, "the dialog")
+    browser.find_element(By.ID, "confirm-ok").click()
+    notice_of = lambda d: d.find_element(By.ID, "notice").text  # noqa: E731
+    refused = wait(browser, lambda d: notice_of(d).startswith("Refused") and notice_of(d), "the refusal")
+    assert refused == "Refused: table trips is paused; resume it first"
+    assert len(daemon.get("/v1/runs?table=trips")) == runs_before
+
 
 def test_a_read_only_token_cannot_act(daemon: Daemon, browser: WebDriver, tmp_path: Path) -> None:
     sign_in(browser, daemon, READER)
