@@ -29,8 +29,28 @@ function showSession() {
     h("span", { id: "scope", "data-scope": session.scope }, `Signed in: ${who}`),
     session.auth ? h("button", { type: "button", onclick: signOut }, "Sign out") : null,
     h("button", { type: "button", id: "refresh", onclick: () => render(false) }, "Refresh"),
+    h(
+      "label",
+      { class: "check" },
+      h("input", { type: "checkbox", id: "auto-refresh", checked: autoRefresh(), onchange: (e) => autoRefresh(e.target.checked) }),
+      ` every ${AUTO_REFRESH_S} s`,
+    ),
   );
 }
+
+// Opt-in refresh: skipped while a dialog is open or a form field has the focus (no lost input).
+const AUTO_REFRESH_S = 10;
+const AUTO_KEY = "hts.autoRefresh";
+
+function autoRefresh(on) {
+  if (on !== undefined) sessionStorage.setItem(AUTO_KEY, on ? "1" : "");
+  return sessionStorage.getItem(AUTO_KEY) === "1";
+}
+
+setInterval(() => {
+  const busy = document.querySelector("dialog[open]") || document.activeElement.closest("form");
+  if (autoRefresh() && session.scope && !busy) render(false);
+}, AUTO_REFRESH_S * 1000);
 
 function signOut() {
   setToken(null);
