@@ -8,7 +8,9 @@ Errors are JSON ``{"error": message}`` with the status code that fits (400 bad r
 unknown token, 403 insufficient scope, 404 unknown table/run/instant, 405 a method the path does
 not take, with ``Allow``, 409 conflicting state, 422 a table or plan hts cannot read). The OpenAPI
 lists, per operation, exactly these statuses with their bodies (``service.schemas``), and the
-bearer scheme when tokens are configured.
+bearer scheme when tokens are configured. The operator console (``service.console``) is served at
+``/`` beside the API, outside the OpenAPI; ``/v1/fleet``, ``/v1/whoami`` and
+``/v1/tables/{id}/storage`` exist for it.
 """
 
 from __future__ import annotations
