@@ -203,8 +203,12 @@ def test_a_compaction_triggered_from_the_console_completes_and_shows_in_runs(
     browser.find_element(By.XPATH, f"//button[text()='Retry run {failed['id']}']").click()
     wait(browser, lambda d: d.find_element(By.ID, "confirm").get_attribute("open") is not None, "the dialog")
     browser.find_element(By.ID, "confirm-ok").click()
-    notice_of = lambda d: d.find_element(By.ID, "notice").text  # noqa: E731
-    refused = wait(browser, lambda d: notice_of(d).startswith("Refused") and notice_of(d), "the refusal")
+
+    def refusal(d: WebDriver) -> str | None:
+        text: str = d.find_element(By.ID, "notice").text
+        return text if text.startswith("Refused") else None
+
+    refused = wait(browser, refusal, "the refusal")
     assert refused == "Refused: table trips is paused; resume it first"
     assert len(daemon.get("/v1/runs?table=trips")) == runs_before
 

@@ -62,8 +62,7 @@ def test_the_fleet_says_per_table_what_is_pending_queued_failed_and_why_a_table_
         client.post("/v1/pause")
         ts = request_compaction(tmp_path / "tables" / "late")
         wait_for(lambda: client.get("/v1/tables/late").json()["pending"], what="the pending compaction")
-        queued = lambda: daemon.queue.counts().get("compaction", (0, 0))[0] == 1  # noqa: E731
-        wait_for(queued, what="the compaction queued")
+        wait_for(lambda: daemon.queue.counts().get("compaction", (0, 0)) == (1, 0), what="it queued")
 
         response = client.get("/v1/fleet")
         assert response.status_code == 200 and response.headers["content-type"] == "application/json"
