@@ -58,6 +58,18 @@ def suspended_services(daemon: Daemon) -> dict[str, dict[str, str]]:
     return out
 
 
+def health_of(daemon: Daemon, entry: TableEntry) -> tuple[int, str | None] | None:
+    """The table's health score and its worst reason's message, from the daemon's ``health_of``
+    (the health score, beside ``health``) when it has one; None otherwise."""
+    score_of = getattr(daemon, "health_of", None)
+    if score_of is None:
+        return None
+    health = score_of(entry)
+    reasons = getattr(health, "reasons", ())
+    worst = getattr(reasons[0], "message", None) if reasons else None
+    return int(health.score), _cut(worst)
+
+
 _REFUSED: dict[str, tuple[tuple[object, ...], list[str]]] = {}
 """Per table id: the services its shape refuses, with the (table, timeline, config) objects they were
 computed from; computed again when any of them is another object (a reload)."""
@@ -123,6 +135,11 @@ def fleet(daemon: Daemon, now: float | None = None) -> dict[str, Any]:
             row["error"] = _cut(entry.error)
         if entry.paused:
             row["paused"] = True
+        health = health_of(daemon, entry)
+        if health is not None:
+            row["health_score"], reason = health
+            if reason is not None:
+                row["health_reason"] = reason
         if entry.watch is not None and entry.watch.pending:
             row["pending"] = _pending(entry, entry.watch.pending)
         if table_id in queued:

@@ -259,6 +259,8 @@ class FleetTable(_Body):
     health: Literal["ok", "paused", "opening", "error", "removed"]
     error: str | None = None
     paused: bool = False
+    health_score: int | None = Field(default=None, ge=0, le=100, description="When the daemon scores health")
+    health_reason: str | None = Field(default=None, description="The worst reason the score is below 100")
     pending: list[FleetPending] = Field(default_factory=list)
     queued: int = Field(default=0, ge=0)
     running: list[FleetRunning] = Field(default_factory=list)

@@ -79,7 +79,7 @@ export async function fleetPage(main, params) {
     link(tableHref(t.id), t.id),
     TYPES[t.type] || "",
     badge(t.health),
-    ...(scored ? [healthScore(t) || ""] : []),
+    ...(scored ? [[healthScore(t) || "", t.health_reason ? h("div", { class: "why" }, t.health_reason) : ""]] : []),
     pendingCell(t),
     runningCell(t),
     failuresCell(t),

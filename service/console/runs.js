@@ -2,7 +2,7 @@
 
 import { actionButton, cancel, retry } from "./actions.js";
 import { api, session } from "./api.js";
-import { age, badge, facts, h, link, pre, runHref, section, table, tableHref, when } from "./ui.js";
+import { age, badge, costFacts, facts, h, link, pre, runHref, section, table, tableHref, when } from "./ui.js";
 
 const STATES = ["queued", "running", "succeeded", "failed", "cancelled", "skipped", "interrupted"];
 const RETRYABLE = new Set(["failed", "cancelled", "interrupted"]);
@@ -97,6 +97,7 @@ export async function runPage(main, id) {
     ]),
     actions ? h("p", { class: "actions" }, actions) : null,
     run.error ? section("Error", pre(run.error)) : null,
+    run.cost ? section("Cost", costFacts(run.cost)) : null,
     section("Details", h("pre", { tabindex: 0, id: "run-details" }, JSON.stringify(run.details, null, 2))),
   );
 }

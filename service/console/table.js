@@ -5,8 +5,8 @@ import { actionButton, cancel, notify, parseOptions, pauseTable, trigger, unsusp
 import { api, canAct, session } from "./api.js";
 import { runsTable } from "./runs.js";
 import {
-  age, badge, bytes, facts, h, healthReasons, healthScore, instant, link, pre, progress, runHref, section,
-  suspendedOf, table,
+  age, badge, bytes, costFacts, facts, h, healthReasons, healthScore, instant, link, pre, progress, runHref,
+  section, suspendedOf, table,
 } from "./ui.js";
 
 const PLANS_SHOWN = 5;
@@ -183,7 +183,28 @@ export async function tablePage(main, id) {
     ),
   );
 
+  const failing = Object.entries(d.failures || {});
+  if (failing.length) {
+    main.append(
+      section(
+        "Failing services",
+        table(
+          "Consecutive failed runs",
+          ["Service", "Failures in a row", "Suspended", "Last failed run", "Last error"],
+          failing.map(([s, f]) => [
+            s,
+            String(f.consecutive_failures),
+            f.suspended ? badge("suspended") : "no",
+            f.last_run ? link(runHref(f.last_run), `#${f.last_run}`) : "",
+            f.last_error ? pre(f.last_error) : "",
+          ]),
+        ),
+      ),
+    );
+  }
+
   main.append(section("Run history", runs.data ? runsTable(runs.data, "Latest runs of this table") : pre(runs.error)));
+  if (d.cost) main.append(section("Cost of its runs", costFacts(d.cost)));
 
   main.append(section("Timeline", timeline.data ? timelineTable(timeline.data.instants) : pre(timeline.error)));
 

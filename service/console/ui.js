@@ -137,7 +137,11 @@ export function healthReasons(obj) {
   const score = obj.health_score;
   const reasons = obj.health_reasons || (score && typeof score === "object" ? score.reasons : null);
   if (!reasons || !reasons.length) return [];
-  return reasons.map((r) => (typeof r === "string" ? r : r.reason || r.message || JSON.stringify(r)));
+  return reasons.map((r) => {
+    if (typeof r === "string") return r;
+    const text = r.message || r.reason || JSON.stringify(r);
+    return r.penalty ? `−${r.penalty}: ${text}` : text;
+  });
 }
 
 /** Suspended services from a table's detail or fleet entry: [{service, why}]. */
@@ -148,7 +152,7 @@ export function suspendedOf(obj) {
     return s.map((x) => (typeof x === "string" ? { service: x, why: "" } : { service: x.service, why: x.last_error || x.error || x.reason || "" }));
   }
   return Object.entries(s)
-    .filter(([, v]) => v !== false && v !== null)
+    .filter(([, v]) => v !== false && v !== null && !(typeof v === "object" && v.suspended === false))
     .map(([service, v]) => ({ service, why: typeof v === "string" ? v : (v && (v.last_error || v.error || v.reason)) || "" }));
 }
 
@@ -158,4 +162,12 @@ export function clear(el) {
 
 export function pre(text) {
   return h("pre", { class: "error", tabindex: 0 }, text);
+}
+
+/** A cost record (core-seconds, bytes and files, storage requests) as facts; null when absent. */
+export function costFacts(cost) {
+  if (!cost || typeof cost !== "object") return null;
+  const label = (k) => k.replace(/_/g, " ");
+  const show = (k, v) => (k.startsWith("bytes") && typeof v === "number" ? bytes(v) : typeof v === "object" ? JSON.stringify(v) : String(v));
+  return facts(Object.entries(cost).filter(([, v]) => v !== null && v !== undefined).map(([k, v]) => [label(k), show(k, v)]));
 }
