@@ -10,9 +10,15 @@ function late(p) {
   return p.limit_s !== null && p.limit_s !== undefined && p.oldest_s > p.limit_s;
 }
 
+const SCORE_NEEDS_ATTENTION = 80;
+
 function troubled(t) {
   return (
-    t.health !== "ok" || !!t.failures || suspendedOf(t).length > 0 || (t.pending || []).some((p) => late(p) || p.abandoned || p.blocked)
+    t.health !== "ok" ||
+    !!t.failures ||
+    suspendedOf(t).length > 0 ||
+    (t.health_score !== undefined && t.health_score < SCORE_NEEDS_ATTENTION) ||
+    (t.pending || []).some((p) => late(p) || p.abandoned || p.blocked)
   );
 }
 

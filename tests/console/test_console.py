@@ -120,6 +120,19 @@ def test_the_fleet_page_shows_what_the_api_says(daemon: Daemon, browser: WebDriv
     assert f"console at {daemon.url}/" in daemon.serve.log(), "hts serve says where the console is"
     accessible(browser, "fleet", tmp_path)
 
+    # Only the tables needing attention: the unreadable one, and the one with a failed run.
+    browser.find_element(By.NAME, "trouble").click()
+    browser.find_element(By.CSS_SELECTOR, "form.filters button[type=submit]").click()
+
+    def shown_ids(d: WebDriver) -> list[str] | None:
+        if "trouble=1" not in d.current_url:
+            return None
+        rows = d.find_elements(By.CSS_SELECTOR, "#fleet tbody tr")
+        return [r.find_element(By.TAG_NAME, "td").text for r in rows]
+
+    assert wait(browser, lambda d: shown_ids(d) == ["broken", "trips"], "the filtered fleet")
+    assert browser.find_element(By.CSS_SELECTOR, "#fleet caption").text == "Tables (2 of 3)"
+
     # Every page an operator opens is accessible, including an Apache Hudi table's.
     page(browser, daemon.url + "/#/tables/trips", "Table trips")
     assert browser.find_element(By.ID, "timeline").find_elements(By.CSS_SELECTOR, "tbody tr")
