@@ -187,3 +187,20 @@ def test_the_console_address_hts_serve_logs_is_one_a_browser_here_opens() -> Non
     assert url("127.0.0.1") == "http://127.0.0.1:8080/"
     assert url("0.0.0.0", 9090) == "http://127.0.0.1:9090/"
     assert url("::1") == "http://[::1]:8080/"
+
+
+def test_every_console_file_is_package_data() -> None:
+    """An installed (not editable) hts ships the console: pyproject's package data covers each file."""
+    import fnmatch
+    import tomllib
+
+    from tests.conftest import REPO
+
+    setuptools = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    globs = setuptools["package-data"]["service"]
+    folder = REPO / "service" / "console"
+    shipped = {
+        f.name for f in folder.iterdir() if any(fnmatch.fnmatch(f"console/{f.name}", g) for g in globs)
+    }
+    assert set(ASSETS) <= shipped
+    assert {f.name for f in folder.iterdir() if f.suffix in (".js", ".css", ".html")} == set(ASSETS)
