@@ -4,11 +4,12 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+AXE := build/axe/node_modules/axe-core/axe.min.js
 export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: install test lint typecheck contracts pytest bench bench-big fuzz run clean check-java system-packages
 
-install: $(STAMP) check-java system-packages
+install: $(STAMP) check-java system-packages $(AXE)
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -25,16 +26,25 @@ check-java:
 	  exit 1; \
 	fi
 
-# Debian packages the tests use: a real ZooKeeper server and promtool (from prometheus).
-DEBIAN_PACKAGES := zookeeper prometheus
+# Debian packages the tests use: a real ZooKeeper server, promtool (from prometheus), and Chromium
+# with its ChromeDriver for the console's browser tests (/usr/bin/chromium, /usr/bin/chromedriver).
+DEBIAN_PACKAGES := zookeeper prometheus chromium chromium-driver
 system-packages:
-	@missing=""; for p in $(DEBIAN_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	@missing=""; for p in $(DEBIAN_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  if ! command -v apt-get >/dev/null; then echo "hts tests need the Debian packages:$$missing (no apt-get here)"; exit 1; fi; \
 	  sudo=""; [ "$$(id -u)" -eq 0 ] || sudo="sudo"; \
 	  echo "installing Debian packages:$$missing"; \
 	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
+
+# axe-core (accessibility checks the console's browser tests inject into each page), from npm into
+# build/axe (ignored by git; AXE is set at the top).
+$(AXE):
+	@command -v npm >/dev/null || { echo "hts tests need Node.js and npm (for axe-core): apt-get install -y nodejs npm"; exit 1; }
+	mkdir -p build/axe
+	npm install --silent --no-save --no-audit --no-fund --prefix build/axe axe-core@4
 
 LINT_PATHS := hoodie jobs service tests $(wildcard bench)
 
@@ -72,9 +82,11 @@ fuzz: install
 	$(PY) -m tests.daemon.contract --examples $(FUZZ_EXAMPLES) --max-time $(FUZZ_SECONDS) --seed $(FUZZ_SEED)
 
 # The daemon with embedded defaults: tables under ./var/tables (a demo table is made there once),
-# local[*] Spark, the in-process lock, TrueTime in the daemon, the API on http://127.0.0.1:8080.
+# local[*] Spark, the in-process lock, TrueTime in the daemon, the API and the console on
+# http://127.0.0.1:8080 (the address is printed first).
 run: install
 	$(PY) -m service.cli quickstart --dir var/tables/demo --if-missing
+	@echo "hts console: http://127.0.0.1:$${HTS_API__PORT:-8080}/  (REST API under /v1, OpenAPI at /docs)"
 	$(PY) -m service.cli serve
 
 clean:

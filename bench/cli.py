@@ -20,6 +20,10 @@ from bench.verify import VerificationError, check_agree, check_ours
 
 DEFAULT_ROWS = 2_000_000
 UPDATE_FRACTION = 0.10
+#: The benchmark's sections, in the order they run.
+SECTIONS = (
+    "read", "compaction", "clustering", "clean", "planning", "metadata", "daemon", "scaleout", "console",
+)  # fmt: skip
 #: Targets: ours/floor time, ours/hudi-rs time, ours peak RSS over the merged slice's Arrow size.
 TARGET_VS_FLOOR = 1.2  # issue 18: the snapshot read within 1.2x the pyarrow floor (was 1.5x)
 TARGET_VS_HUDI_RS = 1.0
@@ -50,8 +54,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="partitions of the planning section's table, 20 file groups each (default 10,000)",
     )
     p.add_argument(
+        "--console-tables",
+        type=int,
+        default=1000,
+        help="tables of the console section's fleet (default 1,000)",
+    )
+    p.add_argument(
         "--only",
-        choices=["read", "compaction", "clustering", "clean", "planning", "metadata", "daemon", "scaleout"],
+        choices=SECTIONS,
         action="append",
         help="run only these sections (repeatable; default: all)",
     )
@@ -95,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not 0 < updates <= rows:
         raise SystemExit("--updates must be between 1 and --rows")
     started = time.perf_counter()
-    order = ("read", "compaction", "clustering", "clean", "planning", "metadata", "daemon", "scaleout")
+    order = SECTIONS
     sections = set(args.only or order)
     print(f"hts benchmarks: {', '.join(s for s in order if s in sections)}")
     if sections & {"read", "compaction"}:
@@ -124,6 +134,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         daemon_section(args)
     if "scaleout" in sections:
         scaleout_section(args)
+    if "console" in sections:
+        console_section(args)
     print(f"(benchmark wall time {time.perf_counter() - started:.0f}s)")
     return 0
 
@@ -206,6 +218,34 @@ def daemon_section(args: argparse.Namespace) -> None:
                     100 * daemon.TARGET_IDLE_CPU,
                     "%",
                 ),
+            ]
+        )
+    )
+
+
+def console_section(args: argparse.Namespace) -> None:
+    from bench import console
+
+    print("\nconsole (hts serve in its own process; the fleet page's data against GET /v1/tables):")
+    fig = console.fleet_page(args.cache_dir / "console", tables=args.console_tables)
+    print(
+        f"  {fig.tables} tables ({fig.pending} with a queued compaction, {fig.broken} unreadable), "
+        f"median of {fig.rounds} interleaved rounds: GET /v1/tables {fig.tables_s * 1000:.1f} ms "
+        f"({fig.tables_bytes / 1024:.0f} KB), GET /v1/fleet {fig.fleet_s * 1000:.1f} ms "
+        f"({fig.fleet_bytes / 1024:.0f} KB); GET /v1/whoami (once per page load) "
+        f"{fig.whoami_s * 1000:.1f} ms, so a first load is "
+        f"{(fig.fleet_s + fig.whoami_s) / fig.tables_s:.2f}x GET /v1/tables"
+    )
+    print(
+        format_targets(
+            [
+                Target(
+                    f"fleet page data (GET /v1/fleet) / GET /v1/tables, {fig.tables} tables",
+                    fig.ratio,
+                    console.TARGET_VS_TABLES,
+                    "x",
+                ),
+                Target("fleet page data size, KB", fig.fleet_bytes / 1024, console.TARGET_BYTES / 1024, "KB"),
             ]
         )
     )

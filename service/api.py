@@ -8,12 +8,15 @@ Errors are JSON ``{"error": message}`` with the status code that fits (400 bad r
 unknown token, 403 insufficient scope, 404 unknown table/run/instant, 405 a method the path does
 not take, with ``Allow``, 409 conflicting state, 422 a table or plan hts cannot read). The OpenAPI
 lists, per operation, exactly these statuses with their bodies (``service.schemas``), and the
-bearer scheme when tokens are configured.
+bearer scheme when tokens are configured. The operator console (``service.console``) is served at
+``/`` beside the API, outside the OpenAPI; ``/v1/fleet``, ``/v1/whoami`` and
+``/v1/tables/{id}/storage`` exist for it.
 """
 
 from __future__ import annotations
 
 import hmac
+import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -27,7 +30,8 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from hoodie.errors import HoodieError, InvalidInputError, TableNotFoundError, TimelineError
-from service import schemas, views
+from service import fleet, schemas, views
+from service.console import mount_console
 from service.daemon import TRIGGERABLE, Daemon
 from service.errors import BadRequest, Conflict, NotFound, ServiceError
 from service.schemas import (
@@ -135,14 +139,19 @@ def create_app(daemon: Daemon, *, manage_lifecycle: bool = True) -> FastAPI:
         redirect_slashes=False,
     )
 
+    def token_of(credentials: HTTPAuthorizationCredentials | None) -> tuple[str, str, str]:
+        """The configured token ``(secret, scope, name)`` the request carries; 401 otherwise."""
+        if credentials is None:
+            raise ApiError(401, "a bearer token is required", {"WWW-Authenticate": "Bearer"})
+        given = credentials.credentials.strip().encode()
+        match = next((t for t in tokens if hmac.compare_digest(t[0].encode(), given)), None)
+        if match is None:
+            raise ApiError(401, "unknown token", {"WWW-Authenticate": 'Bearer error="invalid_token"'})
+        return match
+
     def authorize(scope: Scope) -> Callable[..., None]:
         def check(credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)]) -> None:
-            if credentials is None:
-                raise ApiError(401, "a bearer token is required", {"WWW-Authenticate": "Bearer"})
-            given = credentials.credentials.strip().encode()
-            match = next((t for t in tokens if hmac.compare_digest(t[0].encode(), given)), None)
-            if match is None:
-                raise ApiError(401, "unknown token", {"WWW-Authenticate": 'Bearer error="invalid_token"'})
+            match = token_of(credentials)
             if scope == "admin" and match[1] != "admin":
                 raise ApiError(403, f"token {match[2]!r} has scope {match[1]!r}; this needs 'admin'")
 
@@ -415,6 +424,68 @@ def create_app(daemon: Daemon, *, manage_lifecycle: bool = True) -> FastAPI:
         took_ms = round((time.monotonic() - started) * 1000, 1)
         return schemas.TrueTime(table=table_id, instant_time=instant, took_ms=took_ms)
 
+    # -- the console's data ---------------------------------------------------------------------
+
+    whoami_doc = (
+        "What the caller's token may do: ``admin`` acts, ``read`` only looks (without tokens "
+        "configured, everyone is ``admin`` on loopback)."
+    )
+    if tokens:
+
+        @app.get(
+            "/v1/whoami",
+            tags=["console"],
+            operation_id="whoami",
+            responses=errors(*auth_errors),
+            description=whoami_doc,
+        )
+        def whoami(
+            credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)],
+        ) -> schemas.WhoAmI:
+            _, scope, name = token_of(credentials)
+            given: Scope = "admin" if scope == "admin" else "read"
+            return schemas.WhoAmI(auth=True, scope=given, name=name, triggerable=list(TRIGGERABLE))
+
+    else:
+
+        @app.get("/v1/whoami", tags=["console"], operation_id="whoami", description=whoami_doc)
+        def whoami_open() -> schemas.WhoAmI:
+            return schemas.WhoAmI(auth=False, scope="admin", name=None, triggerable=list(TRIGGERABLE))
+
+    @app.get(
+        "/v1/fleet",
+        tags=["console"],
+        dependencies=read,
+        response_model=None,
+        responses={
+            200: {"model": schemas.Fleet, "description": "Every table, compact"},
+            **errors(*auth_errors),
+        },
+    )
+    def fleet_page() -> Response:
+        """Every table's state, pending services with their ages against the table's thresholds,
+        queued and running work, recent failures, refused and suspended services, in one response
+        (fields at their default are left out)."""
+        # Built to ``schemas.Fleet`` by ``service.fleet`` (its tests validate it against the model)
+        # and sent as it is: validating 1,000 tables again here would double what this costs.
+        body = json.dumps(fleet.fleet(daemon), separators=(",", ":"), ensure_ascii=False)
+        return Response(body, media_type="application/json")
+
+    @app.get(
+        "/v1/tables/{table_id}/storage",
+        tags=["tables"],
+        dependencies=read,
+        responses=errors(*auth_errors, 404, 409, 422),
+    )
+    def storage(table_id: TableId) -> schemas.TableStorage:
+        """File groups and slices in summary (per partition, the first 200 by name), the metadata
+        table's partitions and their state, and the table's shape with its evidence."""
+        entry = daemon.entry(table_id)
+        table = _open(table_id)
+        return schemas.TableStorage.model_validate(
+            {"table": table_id, **views.storage(table, entry.config.options, daemon.refused(entry))}
+        )
+
     # -- runs ----------------------------------------------------------------------------------
 
     @app.get("/v1/runs", tags=["runs"], dependencies=read, responses=errors(400, *auth_errors))
@@ -452,6 +523,7 @@ def create_app(daemon: Daemon, *, manage_lifecycle: bool = True) -> FastAPI:
     def cancel(run_id: RunId) -> RunBody:
         return RunBody.model_validate(daemon.cancel(run_id).as_json())
 
+    mount_console(app)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
 

@@ -16,7 +16,7 @@ import socket
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -34,6 +34,9 @@ from hoodie.write.create import create_table
 from hoodie.write.options import LogBlockFormat, WriteOperation, WriteOptions
 from hoodie.write.writer import HoodieWriter
 from service.errors import ServiceError
+
+if TYPE_CHECKING:
+    from service.settings import Settings
 
 log = logging.getLogger("hts")
 
@@ -332,8 +335,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # with this one the process then exits 0, as an orchestrator expects from a clean stop.
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda _sig, _frame: None)
+    url = console_url(settings)
+    logging.getLogger("hts").info("console at %s (REST API under /v1, OpenAPI at /docs)", url)
     server.run()
     return 0
+
+
+def console_url(settings: Settings) -> str:
+    """Where a browser on this machine opens the console (``/``) of a daemon with ``settings``."""
+    host = settings.api.host
+    if host in ("0.0.0.0", "::", ""):
+        host = "127.0.0.1"
+    elif ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{settings.api.port}/"
 
 
 def build_parser() -> argparse.ArgumentParser:

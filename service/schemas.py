@@ -287,3 +287,104 @@ class RunBody(_Body):
     idempotency_key: str | None
     replica: str
     cost: RunCost | None = Field(description="What the run used; null until its first attempt ended")
+
+
+# -- the console ------------------------------------------------------------------------------
+
+
+class WhoAmI(_Body):
+    """What the caller's token may do (the console shows actions only to ``admin``)."""
+
+    auth: bool = Field(description="Whether the API asks for tokens at all (none: loopback only)")
+    scope: Literal["read", "admin"]
+    name: str | None = Field(description="The token's name from api.tokens (None without tokens)")
+    triggerable: list[str] = Field(description="The services POST /v1/tables/{table_id}/<service> takes")
+
+
+class FleetPending(_Body):
+    service: str
+    count: int = Field(ge=1)
+    oldest_s: float = Field(ge=0, description="Age of the oldest pending instant of this service")
+    limit_s: float | None = Field(
+        default=None,
+        description="The table's threshold for that age: compaction's "
+        "hoodie.compact.inline.max.delta.seconds, else the service's policy interval_s when the daemon "
+        "schedules it",
+    )
+    abandoned: int = Field(default=0, ge=0)
+    blocked: int = Field(default=0, ge=0)
+
+
+class FleetRunning(_Body):
+    run: int | None = None
+    service: str
+    done: int = Field(default=0, ge=0)
+    total: int = Field(default=0, ge=0)
+
+
+class FleetFailures(_Body):
+    count: int = Field(ge=1, description="Failed runs within failure_window_s")
+    run: int = Field(ge=1, description="The latest failed run")
+    service: str
+    at: float | None = None
+    error: str | None = None
+
+
+class FleetTable(_Body):
+    """One table, compact: fields at their default are left out."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    type: Literal["COPY_ON_WRITE", "MERGE_ON_READ"] | None = None
+    health: Literal["ok", "paused", "opening", "error", "removed"]
+    error: str | None = None
+    paused: bool = False
+    health_score: int | None = Field(default=None, ge=0, le=100, description="When the daemon scores health")
+    health_reason: str | None = Field(default=None, description="The worst reason the score is below 100")
+    pending: list[FleetPending] = Field(default_factory=list)
+    queued: int = Field(default=0, ge=0)
+    running: list[FleetRunning] = Field(default_factory=list)
+    failures: FleetFailures | None = None
+    refused: list[str] = Field(default_factory=list, description="Services the table's shape refuses")
+    suspended: dict[str, str] = Field(default_factory=dict, description="service -> why it is suspended")
+
+
+class Fleet(_Body):
+    generated_at: float
+    paused: bool = Field(description="The whole daemon is paused")
+    failure_window_s: float
+    tables: list[FleetTable]
+
+
+class PartitionFiles(_Body):
+    partition: str
+    file_groups: int = Field(ge=0)
+    log_files: int = Field(ge=0)
+    max_log_files: int = Field(ge=0, description="The most log files in one latest slice")
+    bytes: int = Field(ge=0)
+
+
+class ShapeFeatureBody(_Body):
+    shape: str
+    evidence: str
+
+
+class MetadataPartition(_Body):
+    name: str
+    state: Literal["completed", "inflight"]
+
+
+class TableStorage(_Body):
+    table: str
+    file_groups: int = Field(ge=0, description="Live file groups (their latest slices)")
+    file_slices: int = Field(ge=0, description="Every slice of the live file groups")
+    base_files: int = Field(ge=0)
+    log_files: int = Field(ge=0, description="Log files in the latest slices")
+    bytes: int = Field(ge=0, description="Bytes in the latest slices")
+    partitions_total: int = Field(ge=0)
+    partitions: list[PartitionFiles] = Field(description="The first partitions by name (at most 200)")
+    metadata_table: bool
+    metadata_partitions: list[MetadataPartition]
+    shape: list[ShapeFeatureBody]
+    refused: dict[str, str]

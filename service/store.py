@@ -354,6 +354,18 @@ class RunStore:
             rows = self._db.execute(sql, (*args, limit)).fetchall()
         return [_run(r) for r in rows]
 
+    def recent_failures(self, since: float) -> dict[str, tuple[int, int, str, float | None, str | None]]:
+        """Per table: failed runs created at ``since`` or later, and the latest one's
+        ``(count, id, service, finished_at, error)``; one query for every table."""
+        sql = (
+            "SELECT r.table_id, c.n, r.id, r.service, r.finished_at, r.error FROM runs r JOIN "
+            "(SELECT table_id, COUNT(*) AS n, MAX(id) AS last FROM runs WHERE state = ? AND created_at >= ? "
+            "GROUP BY table_id) c ON r.id = c.last"
+        )
+        with self._guard:
+            rows = self._db.execute(sql, (RunState.FAILED.value, since)).fetchall()
+        return {row[0]: (row[1], row[2], row[3], row[4], row[5]) for row in rows}
+
     def counts(self) -> Mapping[str, int]:
         with self._guard:
             rows = self._db.execute("SELECT state, COUNT(*) FROM runs GROUP BY state").fetchall()

@@ -93,6 +93,50 @@ def detail(
     }
 
 
+PARTITIONS_SHOWN = 200
+"""The storage view lists this many partitions (by name) in detail; totals cover them all."""
+
+
+def storage(table: HoodieTable, options: dict[str, str], refused: dict[str, str]) -> dict[str, Any]:
+    """File groups and slices in summary, the metadata table's partitions, and the table's shape."""
+    view = table.file_system_view(timeline=table.reload())
+    totals = {"file_groups": 0, "file_slices": 0, "base_files": 0, "log_files": 0, "bytes": 0}
+    partitions: list[dict[str, Any]] = []
+    names = sorted(view.partitions())
+    for name in names:
+        latest = view.latest_file_slices([name])
+        logs = [len(s.log_files) for s in latest]
+        size = sum(s.total_size for s in latest)
+        totals["file_groups"] += len(latest)
+        totals["file_slices"] += len(view.all_file_slices([name]))
+        totals["base_files"] += sum(1 for s in latest if s.base_file is not None)
+        totals["log_files"] += sum(logs)
+        totals["bytes"] += size
+        if len(partitions) < PARTITIONS_SHOWN:
+            partitions.append(
+                {
+                    "partition": name,
+                    "file_groups": len(latest),
+                    "log_files": sum(logs),
+                    "max_log_files": max(logs, default=0),
+                    "bytes": size,
+                }
+            )
+    config = table.config
+    inflight = [{"name": p, "state": "inflight"} for p in config.metadata_partitions_inflight]
+    completed = [{"name": p, "state": "completed"} for p in config.metadata_partitions]
+    shape = table.shape(options)
+    return {
+        **totals,
+        "partitions_total": len(names),
+        "partitions": partitions,
+        "metadata_table": table.has_metadata_table,
+        "metadata_partitions": completed + inflight,
+        "shape": [{"shape": f.shape.value, "evidence": f.evidence} for f in shape.features],
+        "refused": refused,
+    }
+
+
 def timeline(table: HoodieTable) -> list[dict[str, Any]]:
     tl = table.reload()
     return [
