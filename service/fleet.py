@@ -49,25 +49,18 @@ def age_limit_s(entry: TableEntry, service: str) -> float | None:
 
 
 def suspended_services(daemon: Daemon) -> dict[str, dict[str, str]]:
-    """Table -> service -> why it is suspended there (auto-suspend, ``retry.suspend_after``): read
-    from the daemon's ``suspended`` map keyed by (table, service), like ``gave_up``, when it has one."""
-    suspended: dict[tuple[str, str], Any] = getattr(daemon, "suspended", None) or {}
+    """Table -> service -> why it is suspended there (auto-suspend, ``retry.suspend_after``)."""
     out: dict[str, dict[str, str]] = {}
-    for (table_id, service), why in list(suspended.items()):
+    for (table_id, service), why in list(daemon.suspended.items()):
         out.setdefault(table_id, {})[service] = _cut(str(why)) or ""
     return out
 
 
-def health_of(daemon: Daemon, entry: TableEntry) -> tuple[int, str | None] | None:
-    """The table's health score and its worst reason's message, from the daemon's ``health_of``
-    (the health score, beside ``health``) when it has one; None otherwise."""
-    score_of = getattr(daemon, "health_of", None)
-    if score_of is None:
-        return None
-    health = score_of(entry)
-    reasons = getattr(health, "reasons", ())
-    worst = getattr(reasons[0], "message", None) if reasons else None
-    return int(health.score), _cut(worst)
+def health_of(daemon: Daemon, entry: TableEntry) -> tuple[int, str | None]:
+    """The table's health score and its worst reason's message (``service.health``)."""
+    health = daemon.health_of(entry)
+    worst = health.reasons[0].message if health.reasons else None
+    return health.score, _cut(worst)
 
 
 _REFUSED: dict[str, tuple[tuple[object, ...], list[str]]] = {}
@@ -135,11 +128,9 @@ def fleet(daemon: Daemon, now: float | None = None) -> dict[str, Any]:
             row["error"] = _cut(entry.error)
         if entry.paused:
             row["paused"] = True
-        health = health_of(daemon, entry)
-        if health is not None:
-            row["health_score"], reason = health
-            if reason is not None:
-                row["health_reason"] = reason
+        row["health_score"], reason = health_of(daemon, entry)
+        if reason is not None:
+            row["health_reason"] = reason
         if entry.watch is not None and entry.watch.pending:
             row["pending"] = _pending(entry, entry.watch.pending)
         if table_id in queued:
