@@ -125,13 +125,6 @@ def diff_by_key(before: pa.Table, after: pa.Table) -> Changes:
     return Changes(_ops(codes), keys, before_idx, after_idx)
 
 
-def inserts_only(after: pa.Table, rows: np.ndarray) -> Changes:
-    """Rows ``rows`` of ``after`` logged as inserts (an insert appended to a file without merging)."""
-    rows = np.asarray(rows, dtype=np.int64)
-    keys = _keys(after).take(pa.array(rows))
-    return Changes(_ops(np.zeros(len(rows), np.int8)), keys, np.full(len(rows), -1, np.int64), rows)
-
-
 def _image(table: pa.Table, idx: np.ndarray, image_type: pa.StructType) -> pa.Array:
     """A struct column of ``table``'s data fields at ``idx`` (null where -1)."""
     valid = idx >= 0

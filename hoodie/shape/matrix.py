@@ -165,7 +165,9 @@ MATRIX: Mapping[Shape, Mapping[str, str]] = MappingProxyType(
     {
         # COW rewrites and MOR compactions write Hudi's CDC logs with cdcStats (hoodie.cdc): every
         # operation is handled; clustering and log compaction commit with operation types the CDC
-        # extractor skips (HoodieCDCExtractor keeps only WriteOperationType.yieldChanges).
+        # extractor skips (HoodieCDCExtractor keeps only WriteOperationType.yieldChanges). An
+        # insert Hudi would append to a small file without a CDC log (HoodieConcatHandle) is refused
+        # by the writer once the plan routes it there (hoodie.cdc.write.refuse_concat_on_cdc_table).
         Shape.CDC: {},
         # Writes are routed by bucket (hoodie.write.bucket_planner, which also refuses a bucket table
         # written without its bucket options, naming a file id and the keys to pass).
