@@ -30,12 +30,13 @@ from typing import Any
 
 import pyarrow as pa
 
-from hoodie.cdc.logger import CDCLogFile, Changes, cdc_log_file, diff_by_key, write_cdc_log
+from hoodie.cdc.logger import CDCLogFile, Changes, cdc_log_file, diff_by_key, traced_changes, write_cdc_log
 from hoodie.cdc.schemas import SupplementalLoggingMode, cdc_enabled, logging_mode
 from hoodie.config.table_config import TableConfig
 from hoodie.errors import UnsupportedShapeError
 from hoodie.file_group.file_slice import FileSlice
 from hoodie.io.fileio import FileIO, join
+from hoodie.merge.trace import MergeTrace
 from hoodie.read.slice_reader import read_parquet
 from hoodie.schema.avro_arrow import META_FIELDS
 from hoodie.write.bucket_info import Bucket
@@ -126,20 +127,28 @@ def log_compaction_changes(
     write_token: str,
     schema: pa.Schema,
     merged: list[pa.Table],
+    trace: MergeTrace | None = None,
 ) -> dict[str, int]:
     """The CDC log of compacting ``file_slice`` into ``merged`` (the new base file's rows): the diff
     between the old base file and the merged output, as ``FileGroupReaderBasedMergeHandle``'s
-    ``CDCCallback`` logs it (inserts, updates with before/after, deletes)."""
-    # The stored rows: their keys and commit times for the diff, their data for the images (the
-    # other meta columns, the unique sequence numbers above all, are not decoded).
-    needed = pa.schema([f for f in schema if f.name in _DIFF_COLUMNS or f.name not in META_FIELDS])
-    if file_slice.base_file is not None:
-        path = join(base_path, file_slice.partition_path, file_slice.base_file.name)
-        before = read_parquet(fileio, path, needed)
-    else:
-        before = needed.empty_table()
+    ``CDCCallback`` logs it (inserts, updates with before/after, deletes).
+
+    With the vectorized merge's ``trace`` the old rows are those the merge read and the diff is
+    where it put them; otherwise the old base file is read again and diffed by key."""
     after = pa.concat_tables(merged) if merged else schema.empty_table()
-    changes = diff_by_key(before, after)
+    if trace is not None and trace.complete:
+        before = pa.concat_tables(trace.base_parts) if trace.base_parts else schema.empty_table()
+        changes = traced_changes(trace, before, after)
+    else:
+        # The stored rows: their keys and commit times for the diff, their data for the images (the
+        # other meta columns, the unique sequence numbers above all, are not decoded).
+        needed = pa.schema([f for f in schema if f.name in _DIFF_COLUMNS or f.name not in META_FIELDS])
+        if file_slice.base_file is not None:
+            path = join(base_path, file_slice.partition_path, file_slice.base_file.name)
+            before = read_parquet(fileio, path, needed)
+        else:
+            before = needed.empty_table()
+        changes = diff_by_key(before, after)
     return log_changes(
         cdc,
         fileio,
