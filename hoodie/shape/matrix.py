@@ -62,6 +62,11 @@ _SCHEMA_ON_READ_INDEXING = (
     "columns resolved by field id); hts's builds of column_stats, bloom_filters and secondary indexes "
     "take the files' own column names, which a rename or drop makes differ"
 )
+_PARTIAL_LOG_COMPACTION = (
+    "Hudi's log compaction writes the merged log records of a file slice as one new block; hts's log "
+    "compaction merges complete records only (COMMIT_TIME_ORDERING and EVENT_TIME_ORDERING), not "
+    "partial-update modes nor IS_PARTIAL blocks"
+)
 _BUCKET_CLUSTERING = (
     "clustering writes new file groups with random ids, and Hudi's bucket index maps keys to file groups by "
     "the bucket number in the file id (BucketIdentifier.bucketIdFromFileId): writers would fail or "
@@ -199,7 +204,9 @@ MATRIX: Mapping[Shape, Mapping[str, str]] = MappingProxyType(
         # (hoodie.read.reader.schema_on_read, as InternalSchemaCache / InternalSchemaMerger), and
         # writes record latest_schema and the .schemacommit history as saveInternalSchema does.
         Shape.SCHEMA_ON_READ: {"indexing": _SCHEMA_ON_READ_INDEXING},
-        Shape.PARTIAL_UPDATES: {},
+        # Reads, compaction and clustering merge partial updates onto the previous version
+        # (hoodie.merge.buffer, the per-record engine); log compaction is refused.
+        Shape.PARTIAL_UPDATES: {"logcompaction": _PARTIAL_LOG_COMPACTION},
         Shape.EXPRESSION_INDEX: _EXPR_REFUSED,
         Shape.METADATA_TABLE: {},
         Shape.SAVEPOINTS: {},
