@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from hudi import HudiTableBuilder
 
@@ -179,3 +180,21 @@ def test_a_bad_value_of_the_key_is_named(tmp_path: Path) -> None:
     with pytest.raises(InvalidInputError, match=f"'yes' for {ALLOW_DUPLICATE_ON_INSERTS}"):
         writer.insert(_rows(INCOMING))
     assert _tree_hash(path) == before
+
+
+def test_the_cli_refuses_and_honours_the_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from service.cli import main
+
+    path = tmp_path / "t"
+    HoodieWriter(_table(path, TableVersion.EIGHT, cdc=True)).insert(_rows(OLD))
+    data = tmp_path / "in.parquet"
+    pq.write_table(_rows(INCOMING), data)
+    base = ["write", str(path), "--input", str(data), "--operation", "insert"]
+    before = _tree_hash(path)
+    assert main(base) != 0
+    err = capsys.readouterr().err
+    assert "CDC table" in err and "refused" in err and f"{ALLOW_DUPLICATE_ON_INSERTS}=true" in err
+    assert _tree_hash(path) == before
+    assert main([*base, "--option", f"{ALLOW_DUPLICATE_ON_INSERTS}=false"]) == 0
+    expected = _merge_model(OLD, INCOMING, event_time=True)
+    assert _snapshot(path) == _expected(expected) and _hudi_rs(path) == _expected(expected)
