@@ -8,13 +8,14 @@ log's path to its size.
 
 A merge writes no log where ``HoodieCDCLogger.writeCDCDataIfNeeded`` skips it: when every record
 the handle wrote is an insert (``recordsWritten == insertRecordsWritten``, which includes writing
-none). ``HoodieCDCExtractor.parseWriteStat`` then infers the changes from the stat alone for a
-delete operation that emptied the group (``BASE_FILE_DELETE``) and for a file all of whose records
-are new (``BASE_FILE_INSERT``); for any other such stat (a rewrite that removed every old record
-and wrote only new ones) Hudi's reader fails with "There should be a cdc log file", and so does
-hts's: hts writes exactly what Hudi writes. Everywhere else the log is written, even when no
-record changed; then, as Hudi's logger does on close, it holds one empty block. Compaction always
-writes it (1.1 closes the logger for every file group it compacts).
+none). ``HoodieCDCExtractor.parseWriteStat`` then infers the changes from the stat alone: a
+delete operation that emptied the group is BASE_FILE_DELETE, and any other stat without updates
+whose every written record is an insert is BASE_FILE_INSERT (1.x dropped 0.x's ``numDeletes == 0``
+condition, under which such a stat failed with "There should be a cdc log file"). So a rewrite
+that removed every old record and wrote only new ones reads as its inserts alone, in Hudi's reader
+and in hts's: hts writes exactly what Hudi writes. Everywhere else the log is written, even when
+no record changed; then, as Hudi's logger does on close, it holds one empty block. Compaction
+always writes it (1.1 closes the logger for every file group it compacts).
 
 An insert appended to a small file without merging (``HoodieConcatHandle``, chosen by
 ``HoodieMergeHandleFactory`` when ``hoodie.merge.allow.duplicate.on.inserts`` holds) logs nothing,
