@@ -18,6 +18,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hudi import HudiTableBuilder
 
 from hoodie.config.table_config import TableType, TableVersion, update_table_properties
 from hoodie.errors import UnsupportedShapeError, UnsupportedTableError
@@ -718,8 +719,6 @@ def test_a_partial_update_table_reads_and_is_serviced_as_the_model(
     FILL_UNAVAILABLE keeps the stored value where the marker came (in file groups without a partial
     block, see :func:`partial_update_model`), in reads, after compaction, and through later writes
     and every other service (log compaction refused, nothing written)."""
-    from hudi import HudiTableBuilder
-
     path = tmp_path / "t"
     path.mkdir()
     partial_updates(path)
@@ -752,3 +751,32 @@ def test_a_partial_update_table_reads_and_is_serviced_as_the_model(
     for service in ("clustering", "compaction", "clean", "archival"):
         assert main(["run", service, str(path), "--spark-master", "in-process"]) == 0, capsys.readouterr().err
         check(hudi_rs=service != "clustering")
+
+
+def test_is_partial_blocks_without_a_partial_update_mode(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Spark SQL's partial MERGE INTO leaves IS_PARTIAL blocks in a table without any partial-update
+    property: reads and compaction keep the columns a block lacks (KEEP_VALUES); log compaction is
+    refused with the shape message naming the block, nothing written."""
+    path = base_table(tmp_path / "t", version=TableVersion.EIGHT)
+    before_logs = set(path.rglob(".*.log.*"))
+    partial = rows([1, 3], 1)
+    HoodieWriter(HoodieTable.open(str(path))).upsert(
+        partial.set_column(partial.schema.get_field_index("v"), "v", pa.array(["partial1", "partial3"]))
+    )
+    for log in set(path.rglob(".*.log.*")) - before_logs:
+        _partial_block(log, ("ts", "v"))
+    ts = {i: 2 if i % 2 == 0 else 1 for i in range(12)}  # base_table's inserts and upserts
+    model = {f"k{i}": (t, f"v{i}@{t}", f"p{i % 3}") for i, t in ts.items()}
+    model.update({"k1": (1, "partial1", "p1"), "k3": (1, "partial3", "p0")})
+    assert _rows_read(TableReader(HoodieTable.open(str(path))).snapshot()) == model
+    before = table_hash(path)
+    assert main(["run", "logcompaction", str(path), "--spark-master", "in-process"]) != 0
+    err = capsys.readouterr().err
+    assert "partial-update mode" in err and "IS_PARTIAL=true" in err and "refused" in err, err
+    assert table_hash(path) == before
+    assert main(["run", "compaction", str(path), "--spark-master", "in-process"]) == 0
+    assert _rows_read(TableReader(HoodieTable.open(str(path))).snapshot()) == model
+    built = HudiTableBuilder.from_base_uri(str(path)).with_hudi_option("hoodie.metadata.enable", "false")
+    assert _rows_read(pa.Table.from_batches(built.build().read())) == model
