@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from hoodie.cdc.logger import CDCLogFile, Changes, cdc_log_file, diff_by_key, traced_changes, write_cdc_log
 from hoodie.cdc.schemas import SupplementalLoggingMode, cdc_enabled, logging_mode
@@ -66,25 +67,33 @@ def handle_writes_log(writes: int, inserts: int) -> bool:
     return writes != inserts
 
 
-def refuse_concat_on_cdc_table(config: TableConfig, base_path: str, buckets: Sequence[Bucket]) -> None:
+def refuse_concat_on_cdc_table(
+    config: TableConfig, fileio: FileIO, base_path: str, buckets: Sequence[Bucket]
+) -> None:
     """Refuse a write that would append inserts to a small file of a CDC table without a CDC log
-    (``HoodieConcatHandle``), before anything is written: Hudi's CDC reader fails on such a commit."""
+    (``HoodieConcatHandle``), before anything is written: Hudi's CDC reader fails on such a commit
+    (``numWrites != numInserts``). A small file that holds no record is no refusal: every record
+    written is then an insert, which the reader infers (BASE_FILE_INSERT)."""
     if not cdc_enabled(config):
         return
     for bucket in buckets:
-        if bucket.concat and bucket.rows and bucket.file_slice is not None:
-            base = bucket.file_slice.base_file
-            where = join(bucket.partition, base.name if base else bucket.file_id)
-            raise UnsupportedShapeError(
-                base_path,
-                "CDC",
-                f"hoodie.table.cdc.enabled=true, {ALLOW_DUPLICATE_ON_INSERTS}=true, small file {where}",
-                "write (insert)",
-                "Hudi's HoodieConcatHandle would append the inserts to the small file and write no CDC "
-                "log, and Hudi's CDC reader fails on such a commit (There should be a cdc log file); "
-                f"write with {ALLOW_DUPLICATE_ON_INSERTS}=false (the inserts are merged and logged) or "
-                "hoodie.parquet.small.file.limit=0",
-            )
+        base = bucket.file_slice.base_file if bucket.file_slice is not None else None
+        if not (bucket.concat and bucket.rows and base is not None):
+            continue
+        where = join(bucket.partition, base.name)
+        with fileio.open_input(join(base_path, where)) as f:
+            if pq.ParquetFile(f).metadata.num_rows == 0:
+                continue
+        raise UnsupportedShapeError(
+            base_path,
+            "CDC",
+            f"hoodie.table.cdc.enabled=true, {ALLOW_DUPLICATE_ON_INSERTS}=true, small file {where}",
+            "write (insert)",
+            "Hudi's HoodieConcatHandle would append the inserts to the small file and write no CDC "
+            "log, and Hudi's CDC reader fails on such a commit (There should be a cdc log file); "
+            f"write with {ALLOW_DUPLICATE_ON_INSERTS}=false (the inserts are merged and logged) or "
+            "hoodie.parquet.small.file.limit=0",
+        )
 
 
 def log_changes(

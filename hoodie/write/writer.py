@@ -161,7 +161,7 @@ class HoodieWriter:
         table.shape(self.write_props, view).check("write", operation.value)  # before anything is written
         partitioner = WritePartitioner(table, self.options, self.write_props)
         buckets, replaced = partitioner.plan(prepared, operation, view, timeline)
-        refuse_concat_on_cdc_table(table.config, table.base_path, buckets)
+        refuse_concat_on_cdc_table(table.config, table.fileio, table.base_path, buckets)
         self._check_pending_clustering(buckets, timeline)
         require_supported_metadata(table, f"{operation.value} on {table.base_path}")
 

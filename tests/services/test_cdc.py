@@ -551,6 +551,22 @@ def test_an_upsert_deleting_every_record_of_a_file_logs_nothing_as_hudi(tmp_path
     ]
 
 
+def test_a_concatenating_insert_into_an_empty_small_file_is_inferred_as_hudi(tmp_path: Path) -> None:
+    """HoodieConcatHandle into a small file holding no record writes only inserts
+    (``numWrites == numInserts``): no CDC log, read as BASE_FILE_INSERT, so hts does not refuse it."""
+    path = tmp_path / "t"
+    writer, schema = _with_is_deleted(path)  # version 8: hoodie.merge.allow.duplicate.on.inserts=true
+    writer.insert(rows([0, 1], 1, partitions=1, schema=schema, _hoodie_is_deleted=False))
+    emptied = writer.upsert(rows([0, 1], 2, partitions=1, schema=schema, _hoodie_is_deleted=True))
+    result = writer.insert(rows([5], 3, partitions=1, schema=schema, _hoodie_is_deleted=False))
+    (stat,) = result.write_stats
+    assert stat.prev_commit == emptied.instant.requested_time  # the emptied file group's small file
+    assert (stat.num_writes, stat.num_inserts, stat.cdc_stats) == (1, 1, None)
+    done = result.instant.requested_time
+    after = {"id": "k5", "ts": 3, "v": "v5@3", "p": "p0", "_hoodie_is_deleted": False}
+    assert _query(path, emptied.instant.requested_time, done) == [("i", done, None, _image(after))]
+
+
 def test_compaction_on_spark_writes_the_same_cdc_logs(tmp_path: Path, spark_runner: Any) -> None:
     path = tmp_path / "t"
     table = _cdc_table(path, TableType.MERGE_ON_READ, TableVersion.EIGHT, "DATA_BEFORE_AFTER")
