@@ -44,6 +44,7 @@ from hoodie.file_group.log_block import BlockType, HeaderKey, LogBlock, encode_b
 from hoodie.file_group.log_file import LogFile
 from hoodie.file_group.log_reader import read_blocks
 from hoodie.io.fileio import FileIO, join
+from hoodie.merge.trace import MergeTrace
 from hoodie.schema.avro_arrow import (
     avro_to_arrow_schema,
     decode_avro_block_content,
@@ -117,6 +118,18 @@ def diff_by_key(before: pa.Table, after: pa.Table) -> Changes:
     matched = np.zeros(len(ak), dtype=bool)
     matched[kept_a] = True
     new_a = np.flatnonzero(~matched).astype(np.int64)
+    return _changes(bk, ak, upd_b, upd_a, del_b, new_a)
+
+
+def _changes(
+    bk: pa.Array,
+    ak: pa.Array,
+    upd_b: np.ndarray,
+    upd_a: np.ndarray,
+    del_b: np.ndarray,
+    new_a: np.ndarray,
+) -> Changes:
+    """Updates (before/after rows), deletes (before rows) and inserts (after rows), in that order."""
     n_u, n_d, n_i = len(upd_b), len(del_b), len(new_a)
     before_idx = np.concatenate([upd_b, del_b, np.full(n_i, -1, np.int64)])
     after_idx = np.concatenate([upd_a, np.full(n_d, -1, np.int64), new_a])
@@ -125,11 +138,11 @@ def diff_by_key(before: pa.Table, after: pa.Table) -> Changes:
     return Changes(_ops(codes), keys, before_idx, after_idx)
 
 
-def inserts_only(after: pa.Table, rows: np.ndarray) -> Changes:
-    """Rows ``rows`` of ``after`` logged as inserts (an insert appended to a file without merging)."""
-    rows = np.asarray(rows, dtype=np.int64)
-    keys = _keys(after).take(pa.array(rows))
-    return Changes(_ops(np.zeros(len(rows), np.int8)), keys, np.full(len(rows), -1, np.int64), rows)
+def traced_changes(trace: MergeTrace, before: pa.Table, after: pa.Table) -> Changes:
+    """:func:`diff_by_key` of a merge's base rows ``before`` (the trace's) and its output ``after``,
+    read off the merge's trace instead of looked up by key."""
+    upd_b, upd_a, del_b, new_a = trace.positions()
+    return _changes(_keys(before), _keys(after), upd_b, upd_a, del_b, new_a)
 
 
 def _image(table: pa.Table, idx: np.ndarray, image_type: pa.StructType) -> pa.Array:

@@ -1,38 +1,49 @@
 """CDC logs of the writes that rewrite a base file: COW merges and MOR compaction.
 
-As Hudi's ``HoodieMergeHandleWithChangeLog`` (COW upsert/delete, and a MERGE_ON_READ small file
-rewritten by a delta commit) and 1.1's ``FileGroupReaderBasedMergeHandle`` (compaction) do: the
-changes between the old base file and the new one go to a CDC log file beside the new base file,
-and the write stat's ``cdcStats`` maps the log's path to its size. An insert appended to a small
-file without merging (Hudi's ``HoodieConcatHandle``, which logs nothing, so Spark's reader fails on
-it) logs the appended rows as inserts.
+As Hudi's ``HoodieMergeHandleWithChangeLog`` (COW upsert/delete, an insert merged into a small file,
+and a MERGE_ON_READ small file rewritten by a delta commit) and 1.1's
+``FileGroupReaderBasedMergeHandle`` (compaction) do: the changes between the old base file and the
+new one go to a CDC log file beside the new base file, and the write stat's ``cdcStats`` maps the
+log's path to its size.
 
-A COW write skips the log where ``HoodieCDCExtractor.parseWriteStat`` infers the changes from the
-stat alone: a delete that leaves the file group empty (``BASE_FILE_DELETE``) and a write whose
-every record is new and that dropped none (``BASE_FILE_INSERT``). Everywhere else the extractor
-requires the log ("There should be a cdc log file"), even when no record changed; then, as Hudi's
-logger does on close, the log holds one empty block. Compaction always writes it (1.1 closes the
-logger for every file group it compacts).
+A merge writes no log where ``HoodieCDCLogger.writeCDCDataIfNeeded`` skips it: when every record
+the handle wrote is an insert (``recordsWritten == insertRecordsWritten``, which includes writing
+none). ``HoodieCDCExtractor.parseWriteStat`` then infers the changes from the stat alone: a
+delete operation that emptied the group is BASE_FILE_DELETE, and any other stat without updates
+whose every written record is an insert is BASE_FILE_INSERT (1.x dropped 0.x's ``numDeletes == 0``
+condition, under which such a stat failed with "There should be a cdc log file"). So a rewrite
+that removed every old record and wrote only new ones reads as its inserts alone, in Hudi's reader
+and in hts's: hts writes exactly what Hudi writes. Everywhere else the log is written, even when
+no record changed; then, as Hudi's logger does on close, it holds one empty block. Compaction
+always writes it (1.1 closes the logger for every file group it compacts).
+
+An insert appended to a small file without merging (``HoodieConcatHandle``, chosen by
+``HoodieMergeHandleFactory`` when ``hoodie.merge.allow.duplicate.on.inserts`` holds) logs nothing,
+CDC table or not, and Hudi's reader fails on the commit; hts refuses that write on a CDC table
+before the instant is requested (:func:`refuse_concat_on_cdc_table`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
-from hoodie.cdc.logger import CDCLogFile, Changes, cdc_log_file, diff_by_key, inserts_only, write_cdc_log
+from hoodie.cdc.logger import CDCLogFile, Changes, cdc_log_file, diff_by_key, traced_changes, write_cdc_log
 from hoodie.cdc.schemas import SupplementalLoggingMode, cdc_enabled, logging_mode
 from hoodie.config.table_config import TableConfig
+from hoodie.errors import UnsupportedShapeError
 from hoodie.file_group.file_slice import FileSlice
 from hoodie.io.fileio import FileIO, join
+from hoodie.merge.trace import MergeTrace
 from hoodie.read.slice_reader import read_parquet
 from hoodie.schema.avro_arrow import META_FIELDS
+from hoodie.write.bucket_info import Bucket
 from hoodie.write.markers import IOType, WriteMarkers
+from hoodie.write.options import ALLOW_DUPLICATE_ON_INSERTS
 
 _DIFF_COLUMNS = ("_hoodie_commit_time", "_hoodie_record_key")
 
@@ -50,24 +61,39 @@ class CDCWrite:
         return cls(logging_mode(config), table_schema) if cdc_enabled(config) else None
 
 
-def extractor_infers(
-    *, delete_operation: bool, writes: int, deletes: int, inserts: int, updates: int
-) -> bool:
-    """Whether Hudi's CDC extractor derives a base-file write's changes without a CDC log."""
-    if delete_operation and writes == 0 and deletes != 0:
-        return True  # BASE_FILE_DELETE
-    # BASE_FILE_INSERT. Hudi's handle also skips the log when every old record was deleted and only
-    # new ones written; the reader would then report the inserts and lose the deletes, so hts writes
-    # the log there (the reader prefers cdcStats whenever present).
-    return updates == 0 and writes == inserts and deletes == 0
+def handle_writes_log(writes: int, inserts: int) -> bool:
+    """Whether Hudi's merge handle with change log writes a CDC log for a file it rewrote
+    (``HoodieCDCLogger.writeCDCDataIfNeeded``: not when every written record is an insert)."""
+    return writes != inserts
 
 
-def merge_changes(before: pa.Table, after: pa.Table, instant_time: str, *, concat: bool) -> Changes:
-    """The changes of a COW merge; ``concat`` (insert without merging) logs the appended rows as inserts."""
-    if concat:
-        ours = pc.fill_null(pc.equal(after["_hoodie_commit_time"], instant_time), False)
-        return inserts_only(after, np.flatnonzero(ours.to_numpy(zero_copy_only=False)))
-    return diff_by_key(before, after)
+def refuse_concat_on_cdc_table(
+    config: TableConfig, fileio: FileIO, base_path: str, buckets: Sequence[Bucket]
+) -> None:
+    """Refuse a write that would append inserts to a small file of a CDC table without a CDC log
+    (``HoodieConcatHandle``), before anything is written: Hudi's CDC reader fails on such a commit
+    (``numWrites != numInserts``). A small file that holds no record is no refusal: every record
+    written is then an insert, which the reader infers (BASE_FILE_INSERT)."""
+    if not cdc_enabled(config):
+        return
+    for bucket in buckets:
+        base = bucket.file_slice.base_file if bucket.file_slice is not None else None
+        if not (bucket.concat and bucket.rows and base is not None):
+            continue
+        where = join(bucket.partition, base.name)
+        with fileio.open_input(join(base_path, where)) as f:
+            if pq.ParquetFile(f).metadata.num_rows == 0:
+                continue
+        raise UnsupportedShapeError(
+            base_path,
+            "CDC",
+            f"hoodie.table.cdc.enabled=true, {ALLOW_DUPLICATE_ON_INSERTS}=true, small file {where}",
+            "write (insert)",
+            "Hudi's HoodieConcatHandle would append the inserts to the small file and write no CDC "
+            "log, and Hudi's CDC reader fails on such a commit (There should be a cdc log file); "
+            f"write with {ALLOW_DUPLICATE_ON_INSERTS}=false (the inserts are merged and logged) or "
+            "hoodie.parquet.small.file.limit=0",
+        )
 
 
 def log_changes(
@@ -111,20 +137,28 @@ def log_compaction_changes(
     write_token: str,
     schema: pa.Schema,
     merged: list[pa.Table],
+    trace: MergeTrace | None = None,
 ) -> dict[str, int]:
     """The CDC log of compacting ``file_slice`` into ``merged`` (the new base file's rows): the diff
     between the old base file and the merged output, as ``FileGroupReaderBasedMergeHandle``'s
-    ``CDCCallback`` logs it (inserts, updates with before/after, deletes)."""
-    # The stored rows: their keys and commit times for the diff, their data for the images (the
-    # other meta columns, the unique sequence numbers above all, are not decoded).
-    needed = pa.schema([f for f in schema if f.name in _DIFF_COLUMNS or f.name not in META_FIELDS])
-    if file_slice.base_file is not None:
-        path = join(base_path, file_slice.partition_path, file_slice.base_file.name)
-        before = read_parquet(fileio, path, needed)
-    else:
-        before = needed.empty_table()
+    ``CDCCallback`` logs it (inserts, updates with before/after, deletes).
+
+    With the vectorized merge's ``trace`` the old rows are those the merge read and the diff is
+    where it put them; otherwise the old base file is read again and diffed by key."""
     after = pa.concat_tables(merged) if merged else schema.empty_table()
-    changes = diff_by_key(before, after)
+    if trace is not None and trace.complete:
+        before = pa.concat_tables(trace.base_parts) if trace.base_parts else schema.empty_table()
+        changes = traced_changes(trace, before, after)
+    else:
+        # The stored rows: their keys and commit times for the diff, their data for the images (the
+        # other meta columns, the unique sequence numbers above all, are not decoded).
+        needed = pa.schema([f for f in schema if f.name in _DIFF_COLUMNS or f.name not in META_FIELDS])
+        if file_slice.base_file is not None:
+            path = join(base_path, file_slice.partition_path, file_slice.base_file.name)
+            before = read_parquet(fileio, path, needed)
+        else:
+            before = needed.empty_table()
+        changes = diff_by_key(before, after)
     return log_changes(
         cdc,
         fileio,

@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 
 from hoodie.config.table_config import RecordMergeMode
 from hoodie.merge.config import MergeConfig
+from hoodie.merge.trace import MergeTrace
 
 IS_DELETED_FIELD = "_hoodie_is_deleted"
 OPERATION_FIELD = "_hoodie_operation"
@@ -369,7 +370,9 @@ class BaseMerger:
         spec: MergeSpec,
         counts: MergeCounts | None = None,
         codes_of: Callable[[pa.Array], npt.NDArray[np.int64]] | None = None,
+        trace: MergeTrace | None = None,
     ) -> None:
+        self.trace = trace  # records where each base row went (a CDC table's compaction)
         self.logs = logs
         self.codes_of = codes_of  # record keys -> codes (-1: no log entry); default: the dictionary
         self.spec = spec
@@ -409,6 +412,8 @@ class BaseMerger:
         self.base_has[codes[matched]] = True
         self.base_won[codes[matched & wins]] = True
         keep = ~matched | wins
+        if self.trace is not None:
+            self.trace.base_batch(batch, codes, keep)
         if self.counts is not None:
             self.counts.base_rows += batch.num_rows
             lost_codes = codes[matched & ~wins]
@@ -424,6 +429,8 @@ class BaseMerger:
         emit = valid.copy()
         emit[valid] = ~logs.is_delete[logs.winner[valid]]
         emit &= ~self.base_won
+        if self.trace is not None:
+            self.trace.finish(np.flatnonzero(emit).astype(np.int64), self.base_has)
         if self.counts is not None:
             self.counts.log_inserts = int(np.count_nonzero(emit & ~self.base_has))
         if not emit.any() or logs.log_data is None:
@@ -440,8 +447,10 @@ def iter_merge_slice(
     spec: MergeSpec,
     counts: MergeCounts | None = None,
     base_schema: pa.Schema | None = None,
+    trace: MergeTrace | None = None,
 ) -> Iterator[pa.Table]:
-    """:func:`merge_slice` over a base file read in batches; yields the merged rows in parts."""
+    """:func:`merge_slice` over a base file read in batches; yields the merged rows in parts
+    (``trace``, when given, records where each base row went)."""
     data = [b for b in batches if isinstance(b, pa.Table)]
     ord_types = _ordering_types(data, spec, None if base_schema is None else base_schema.empty_table())
     logs = merge_logs(batches, spec, ord_types)
@@ -449,9 +458,13 @@ def iter_merge_slice(
         for batch in base_batches:
             if counts is not None:
                 counts.base_rows += batch.num_rows
+            if trace is not None:
+                trace.base_batch(batch, None, np.ones(batch.num_rows, dtype=bool))
             yield batch
+        if trace is not None:
+            trace.finish(np.zeros(0, np.int64), np.zeros(0, dtype=bool))
         return
-    merger = BaseMerger(logs, spec, counts)
+    merger = BaseMerger(logs, spec, counts, trace=trace)
     for batch in base_batches:
         kept = merger.merge_batch(batch)
         if kept.num_rows:

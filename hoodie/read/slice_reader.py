@@ -21,6 +21,7 @@ from hoodie.io.fileio import FileIO
 from hoodie.merge.buffer import merge_file_group
 from hoodie.merge.config import MergeConfig
 from hoodie.merge.records import DataEntry, DeleteEntry, LogEntry
+from hoodie.merge.trace import MergeTrace
 from hoodie.merge.vectorized import (
     DeleteEntries,
     MergeCounts,
@@ -163,6 +164,7 @@ class SliceMergeInfo:
     log_keys: list[pa.Array] = field(default_factory=list)
     log_records: int = 0
     counts: MergeCounts | None = None  # filled by the vectorized merge
+    trace: MergeTrace | None = None  # set to have the vectorized merge record it (CDC compaction)
 
     def all_log_keys(self) -> pa.Array:
         return pa.concat_arrays(self.log_keys) if self.log_keys else pa.array([], pa.string())
@@ -240,7 +242,8 @@ def iter_read_slice(
         counts = None
         if opts.info is not None:
             counts = opts.info.counts = MergeCounts()
-        yield from iter_merge_slice(base_batches, batches, opts.merge_spec, counts, opts.schema)
+        trace = opts.info.trace if opts.info is not None else None
+        yield from iter_merge_slice(base_batches, batches, opts.merge_spec, counts, opts.schema, trace)
         return
     base_parts = list(base_batches)
     base = pa.concat_tables(base_parts) if base_parts else None

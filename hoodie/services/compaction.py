@@ -29,6 +29,7 @@ from hoodie.file_group.base_file import BaseFile
 from hoodie.file_group.base_file_writer import BaseFileWriter, set_constant
 from hoodie.file_group.file_slice import FileSlice
 from hoodie.io.fileio import join
+from hoodie.merge.trace import MergeTrace
 from hoodie.models.commit import CommitMetadata, RuntimeStats, WriteStat
 from hoodie.models.compaction import CompactionOperation, CompactionPlan
 from hoodie.read.log_scanner import ScanStats
@@ -438,6 +439,8 @@ def compact_file_group(task: Task) -> TaskResult:
     out_keys: list[pa.ChunkedArray] = []
     cdc = CDCWrite.of(table.config, job.avro_schema)
     parts: list[pa.Table] = []  # kept for the CDC log only
+    if cdc is not None:
+        info.trace = MergeTrace()  # the merge hands over where each old row went
     budget = MemoryBudget.of_task(task)  # over budget, log records spill (hoodie.memory.*)
     for merged in iter_compacted_slice(
         fileio, table.base_path, file_slice, opts, budget, cdc=cdc is not None
@@ -463,6 +466,7 @@ def compact_file_group(task: Task) -> TaskResult:
             new.write_token,
             job.schema,
             parts,
+            info.trace,
         )
         if cdc is not None
         else None

@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hoodie.config.table_config import RecordMergeMode
-from hoodie.errors import TableServiceError, UnsupportedTableError
+from hoodie.errors import TableServiceError, UnsupportedShapeError, UnsupportedTableError
 from hoodie.file_group.file_slice import FileGroupId, FileSlice
 from hoodie.file_group.log_block import BlockType, HeaderKey, LogBlock, encode_block
 from hoodie.file_group.log_file import LogFile
@@ -145,11 +145,21 @@ def require_log_compactable(table: HoodieTable) -> MergeConfig:
     return merge
 
 
-def _check_blocks(blocks: list[LogBlock]) -> None:
+def _check_blocks(blocks: list[LogBlock], where: str) -> None:
+    """Refuse IS_PARTIAL blocks (Spark SQL's partial MERGE INTO writes them without a table
+    property, so the shape shows in the blocks only), as the matrix refuses partial updates."""
+    from hoodie.shape.matrix import Shape, cell
+
     for block in blocks:
         if block.is_partial:
-            raise UnsupportedTableError(
-                f"{block.log_file}@{block.offset}: IS_PARTIAL log blocks cannot be log-compacted"
+            reason = cell(Shape.PARTIAL_UPDATES, "logcompaction")
+            assert reason is not None
+            raise UnsupportedShapeError(
+                where,
+                Shape.PARTIAL_UPDATES.value,
+                f"IS_PARTIAL=true in {block.log_file}@{block.offset}",
+                "logcompaction",
+                reason,
             )
 
 
@@ -197,7 +207,7 @@ def plan_log_compaction(
                 is_committed=view.is_committed,
                 latest_instant=latest,
             )
-            _check_blocks(blocks)
+            _check_blocks(blocks, table.base_path)
             if not blocks or _already_log_compacted(blocks):
                 continue
             threshold = policy.blocks_threshold
@@ -350,7 +360,7 @@ def log_compact_file_group(task: Task) -> TaskResult:
         latest_instant=instant_time,
         stats=stats,
     )
-    _check_blocks(blocks)
+    _check_blocks(blocks, table.base_path)
     on_read = job.on_read()
     batches: list[pa.Table | DeleteEntries] = []
     for block in blocks:

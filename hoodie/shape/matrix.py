@@ -74,6 +74,11 @@ _SCHEMA_ON_READ_INDEXING = (
     "columns resolved by field id); hts's builds of column_stats, bloom_filters and secondary indexes "
     "take the files' own column names, which a rename or drop makes differ"
 )
+_PARTIAL_LOG_COMPACTION = (
+    "Hudi's log compaction writes the merged log records of a file slice as one new block; hts's log "
+    "compaction merges complete records only (COMMIT_TIME_ORDERING and EVENT_TIME_ORDERING), not "
+    "partial-update modes nor IS_PARTIAL blocks"
+)
 _BUCKET_CLUSTERING = (
     "clustering writes new file groups with random ids, and Hudi's bucket index maps keys to file groups by "
     "the bucket number in the file id (BucketIdentifier.bucketIdFromFileId): writers would fail or "
@@ -249,7 +254,9 @@ MATRIX: Mapping[Shape, Mapping[str, str]] = MappingProxyType(
     {
         # COW rewrites and MOR compactions write Hudi's CDC logs with cdcStats (hoodie.cdc): every
         # operation is handled; clustering and log compaction commit with operation types the CDC
-        # extractor skips (HoodieCDCExtractor keeps only WriteOperationType.yieldChanges).
+        # extractor skips (HoodieCDCExtractor keeps only WriteOperationType.yieldChanges). An
+        # insert Hudi would append to a small file without a CDC log (HoodieConcatHandle) is refused
+        # by the writer once the plan routes it there (hoodie.cdc.write.refuse_concat_on_cdc_table).
         Shape.CDC: {},
         # Writes are routed by bucket (hoodie.write.bucket_planner, which also refuses bulk_insert into a
         # bucket that has a file group; written without its bucket options, the table is the
@@ -284,8 +291,9 @@ MATRIX: Mapping[Shape, Mapping[str, str]] = MappingProxyType(
         # (hoodie.read.reader.schema_on_read, as InternalSchemaCache / InternalSchemaMerger), and
         # writes record latest_schema and the .schemacommit history as saveInternalSchema does.
         Shape.SCHEMA_ON_READ: {"indexing": _SCHEMA_ON_READ_INDEXING, "ttl": _SCHEMA_ON_READ_TTL},
-        # Partial rows merge onto the previous version in reads and compaction (hoodie.merge.records).
-        Shape.PARTIAL_UPDATES: {"logcompaction": _LOG_COMPACTION_MERGE},
+        # Reads, compaction and clustering merge partial updates onto the previous version
+        # (hoodie.merge.buffer, the per-record engine); log compaction is refused.
+        Shape.PARTIAL_UPDATES: {"logcompaction": _PARTIAL_LOG_COMPACTION},
         Shape.EXPRESSION_INDEX: _EXPR_REFUSED,
         Shape.METADATA_TABLE: {},
         Shape.SAVEPOINTS: {},

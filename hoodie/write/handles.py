@@ -18,7 +18,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from hoodie.cdc.write import CDCWrite, extractor_infers, log_changes, merge_changes
+from hoodie.cdc.logger import diff_by_key
+from hoodie.cdc.write import CDCWrite, handle_writes_log, log_changes
 from hoodie.errors import InstantExistsError
 from hoodie.file_group.base_file import BaseFile
 from hoodie.file_group.base_file_writer import BaseFileResult, BloomOptions, write_base_file
@@ -180,6 +181,8 @@ def merge_into_base(
     ``rows`` without merging; ``delete_entries`` removes keys (the delete operation).
     """
     start = time.monotonic()
+    if not concat:
+        rows = _last_per_key(rows)
     partition = file_slice.partition_path
     assert file_slice.base_file is not None
     old_path = join(ctx.base_path, partition, file_slice.base_file.name)
@@ -220,15 +223,9 @@ def merge_into_base(
     written_by_us = int(pc.sum(pc.equal(merged[COMMIT_TIME], ctx.instant_time)).as_py() or 0)
     deleted = n_base + written_by_us - updated - merged.num_rows if not concat else 0
     cdc_stats = None
-    delete_op = delete_entries is not None and rows.num_rows == 0
-    if ctx.cdc is not None and not extractor_infers(
-        delete_operation=delete_op,
-        writes=merged.num_rows,
-        deletes=max(deleted, 0),
-        inserts=written_by_us - updated,
-        updates=updated,
-    ):
-        changes = merge_changes(base, merged, ctx.instant_time, concat=concat)
+    # HoodieConcatHandle logs nothing (a CDC table refuses it before the write starts).
+    if ctx.cdc is not None and not concat and handle_writes_log(merged.num_rows, written_by_us - updated):
+        changes = diff_by_key(base, merged)
         cdc_stats = log_changes(
             ctx.cdc,
             ctx.fileio,
@@ -259,6 +256,16 @@ def merge_into_base(
             total_scan_time=0, total_upsert_time=_ms_since(start), total_create_time=0
         ),
     )
+
+
+def _last_per_key(rows: PreparedInput) -> PreparedInput:
+    """The last incoming record of each key: ``HoodieMergeHandle`` keeps its incoming records in a
+    map by key, a later record replacing an earlier one (before any merging with the file's)."""
+    if rows.num_rows < 2 or pc.count_distinct(rows.keys).as_py() == rows.num_rows:
+        return rows
+    positions = pa.table({"k": rows.keys, "i": pa.array(np.arange(rows.num_rows, dtype=np.int64))})
+    last = positions.group_by("k").aggregate([("i", "max")])["i_max"].to_numpy()
+    return rows.take(np.sort(last).astype(np.int64))
 
 
 def _count_updates(ctx: WriteContext, base: pa.Table, incoming: pa.Table, merged: pa.Table) -> int:

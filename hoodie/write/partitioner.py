@@ -4,9 +4,11 @@ tables, the bucket index's partitioner).
 Updates and deletes go to the file group their key was tagged to; inserts fill small base files
 first (not on MOR slices with logs, nor groups under pending compaction or clustering), then new
 file groups of ``max_file_size / average record size`` records each (``bulk_insert``: new groups
-only). ``insert_overwrite`` writes new file groups and replaces the partition's (or, for
-``insert_overwrite_table``, every partition's). A simple-bucket-index write is routed by bucket
-instead (:mod:`hoodie.write.bucket_planner`).
+only). The insert operation's records in a small base file are appended to its records as they
+are (``HoodieConcatHandle``) when ``hoodie.merge.allow.duplicate.on.inserts`` holds, otherwise
+merged with them by key (``HoodieMergeHandle``). ``insert_overwrite`` writes new file groups and
+replaces the partition's (or, for ``insert_overwrite_table``, every partition's). A
+simple-bucket-index write is routed by bucket instead (:mod:`hoodie.write.bucket_planner`).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from hoodie.write.bucket_info import Bucket
 from hoodie.write.bucket_planner import BucketLayout
 from hoodie.write.index import tag_keys
 from hoodie.write.input import PreparedInput
-from hoodie.write.options import WriteOperation, WriteOptions
+from hoodie.write.options import WriteOperation, WriteOptions, allow_duplicate_on_inserts
 
 
 class WritePartitioner:
@@ -43,7 +45,11 @@ class WritePartitioner:
         if operation.is_overwrite:
             return self._plan_overwrite(prepared, view, operation)
         slices_by_partition = self._live_slices(view, prepared.partition_values())
-        return self._plan(prepared, operation, slices_by_partition, view, timeline), {}
+        buckets = self._plan(prepared, operation, slices_by_partition, view, timeline)
+        if not allow_duplicate_on_inserts(self.write_props, self.table.table_version):
+            for bucket in buckets:  # HoodieMergeHandle: the inserts merge with the file's records
+                bucket.concat = False
+        return buckets, {}
 
     def _live_slices(self, view: Any, partitions: Iterable[str]) -> dict[str, list[FileSlice]]:
         existing = set(view.partitions())

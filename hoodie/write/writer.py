@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from hoodie.cdc.write import CDCWrite
+from hoodie.cdc.write import CDCWrite, refuse_concat_on_cdc_table
 from hoodie.config.table_config import TableType
 from hoodie.errors import HoodieError, SchemaError, WriteConflictError
 from hoodie.file_group.base_file_writer import write_partition_metadata
@@ -159,6 +159,7 @@ class HoodieWriter:
 
         partitioner = WritePartitioner(table, self.options, self.write_props)
         buckets, replaced = partitioner.plan(prepared, operation, view, timeline)
+        refuse_concat_on_cdc_table(table.config, table.fileio, table.base_path, buckets)
         self._check_pending_clustering(buckets, timeline)
 
         meta_avro = add_meta_fields(schema_json)

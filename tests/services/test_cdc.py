@@ -33,7 +33,7 @@ from hoodie.services.clustering import ClusteringPolicy, execute_clustering, sch
 from hoodie.services.compaction import CompactionPolicy, execute_compaction, schedule_compaction
 from hoodie.services.logcompaction import LogCompactionPolicy, execute_log_compaction, schedule_log_compaction
 from hoodie.table import HoodieTable
-from hoodie.write.options import WriteOptions
+from hoodie.write.options import ALLOW_DUPLICATE_ON_INSERTS, WriteOptions
 from hoodie.write.writer import HoodieWriter
 from tests.conftest import hudi_rs_rows
 from tests.tables import SCHEMA, new_table, rows, snapshot
@@ -193,8 +193,10 @@ def test_cdc_query_after_each_operation_equals_the_model(
     # delete
     done = writer.delete(rows([3, 4], 3).select(["id", "p"])).instant.requested_time
     check(done, _model(state, _state(path), done), logs=cow)
-    # insert of new keys into the small files (appended without merging)
-    done = writer.insert(rows([12, 13, 14], 4)).instant.requested_time
+    # insert of new keys into the small files, merged with their records (HoodieMergeHandle) and
+    # logged; with hoodie.merge.allow.duplicate.on.inserts (1.x's default) the write is refused
+    merging = HoodieWriter(table, write_props={ALLOW_DUPLICATE_ON_INSERTS: "false"})
+    done = merging.insert(rows([12, 13, 14], 4)).instant.requested_time
     check(done, _model(state, _state(path), done), logs=cow or None)
     if table_type is TableType.MERGE_ON_READ:
         before, merged = _read_optimized(path), _state(path)
@@ -492,21 +494,25 @@ def test_cli_reads_cdc_as_spark_and_flink(tmp_path: Path, capsys: pytest.Capture
     assert "not a valid range" in capsys.readouterr().err
 
 
-def test_a_rewrite_that_deletes_every_old_record_and_inserts_logs_both(tmp_path: Path) -> None:
-    """Hudi's handle would skip the log here (all written records are inserts) and its reader would
-    then infer inserts only; hts writes the log so the deletes are not lost."""
+def _with_is_deleted(path: Path) -> tuple[HoodieWriter, pa.Schema]:
     schema = pa.schema([*SCHEMA, ("_hoodie_is_deleted", pa.bool_())])
-    path = tmp_path / "t"
     table = new_table(
         path,
         table_type=TableType.COPY_ON_WRITE,
         schema=schema,
         extra_properties={"hoodie.table.cdc.enabled": "true"},
     )
-    writer = HoodieWriter(table)
+    return HoodieWriter(table), schema
+
+
+def test_a_rewrite_that_deletes_every_old_record_and_inserts_logs_nothing_as_hudi(tmp_path: Path) -> None:
+    """Hudi's ``HoodieCDCLogger.writeCDCDataIfNeeded`` skips the log when every record the handle
+    wrote is an insert, though old records were deleted; 1.x's ``HoodieCDCExtractor`` then reads
+    the file as BASE_FILE_INSERT (its check of ``numDeletes == 0`` is gone), so Hudi's CDC query
+    reports the inserts and not the deletes. hts writes the same files and reads them the same."""
+    path = tmp_path / "t"
+    writer, schema = _with_is_deleted(path)
     first = writer.insert(rows([0], 1, partitions=1, schema=schema, _hoodie_is_deleted=False))
-    columns = (*DATA, "_hoodie_is_deleted")
-    old = _state(path, columns)
     batch = pa.concat_tables(
         [
             rows([0], 2, partitions=1, schema=schema, _hoodie_is_deleted=True),
@@ -517,8 +523,48 @@ def test_a_rewrite_that_deletes_every_old_record_and_inserts_logs_both(tmp_path:
     done = result.instant.requested_time
     (stat,) = result.write_stats
     assert (stat.num_writes, stat.num_inserts, stat.num_update_writes, stat.num_deletes) == (1, 1, 0, 1)
-    assert stat.cdc_stats
-    assert _query(path, first.instant.requested_time, done) == _model(old, _state(path, columns), done)
+    assert not stat.cdc_stats and not list(path.rglob("*.cdc"))
+    after = {"id": "k1", "ts": 2, "v": "v1@2", "p": "p0", "_hoodie_is_deleted": False}
+    assert _state(path, (*DATA, "_hoodie_is_deleted")) == {"k1": after}
+    assert _query(path, first.instant.requested_time, done) == [("i", done, None, _image(after))]
+
+
+def test_an_upsert_deleting_every_record_of_a_file_logs_nothing_as_hudi(tmp_path: Path) -> None:
+    """An upsert whose ``_hoodie_is_deleted`` records remove a whole file group writes no record
+    (``recordsWritten == 0``), so no log; Hudi 1.x's extractor reads the empty file as
+    BASE_FILE_INSERT (not a delete operation) and reports no change. A delete operation emptying a
+    group is read as BASE_FILE_DELETE."""
+    path = tmp_path / "t"
+    writer, schema = _with_is_deleted(path)
+    first = writer.insert(rows([0, 1], 1, partitions=1, schema=schema, _hoodie_is_deleted=False))
+    result = writer.upsert(rows([0, 1], 2, partitions=1, schema=schema, _hoodie_is_deleted=True))
+    (stat,) = result.write_stats
+    assert (stat.num_writes, stat.num_deletes, stat.cdc_stats) == (0, 2, None)
+    assert _state(path) == {}
+    assert _query(path, first.instant.requested_time, result.instant.requested_time) == []
+    second = writer.upsert(rows([5], 3, partitions=1, schema=schema, _hoodie_is_deleted=False))
+    deleted = writer.delete(rows([5], 4, partitions=1).select(["id", "p"]))
+    assert not any(s.cdc_stats for s in deleted.write_stats)
+    gone = {"id": "k5", "ts": 3, "v": "v5@3", "p": "p0", "_hoodie_is_deleted": False}
+    assert _query(path, second.instant.requested_time, deleted.instant.requested_time) == [
+        ("d", deleted.instant.requested_time, _image(gone), None)
+    ]
+
+
+def test_a_concatenating_insert_into_an_empty_small_file_is_inferred_as_hudi(tmp_path: Path) -> None:
+    """HoodieConcatHandle into a small file holding no record writes only inserts
+    (``numWrites == numInserts``): no CDC log, read as BASE_FILE_INSERT, so hts does not refuse it."""
+    path = tmp_path / "t"
+    writer, schema = _with_is_deleted(path)  # version 8: hoodie.merge.allow.duplicate.on.inserts=true
+    writer.insert(rows([0, 1], 1, partitions=1, schema=schema, _hoodie_is_deleted=False))
+    emptied = writer.upsert(rows([0, 1], 2, partitions=1, schema=schema, _hoodie_is_deleted=True))
+    result = writer.insert(rows([5], 3, partitions=1, schema=schema, _hoodie_is_deleted=False))
+    (stat,) = result.write_stats
+    assert stat.prev_commit == emptied.instant.requested_time  # the emptied file group's small file
+    assert (stat.num_writes, stat.num_inserts, stat.cdc_stats) == (1, 1, None)
+    done = result.instant.requested_time
+    after = {"id": "k5", "ts": 3, "v": "v5@3", "p": "p0", "_hoodie_is_deleted": False}
+    assert _query(path, emptied.instant.requested_time, done) == [("i", done, None, _image(after))]
 
 
 def test_compaction_on_spark_writes_the_same_cdc_logs(tmp_path: Path, spark_runner: Any) -> None:

@@ -18,13 +18,18 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hudi import HudiTableBuilder
 
 from hoodie.config.table_config import TableType, TableVersion, update_table_properties
 from hoodie.errors import UnsupportedShapeError, UnsupportedTableError
 from hoodie.file_group.file_slice import FileGroupId
+from hoodie.file_group.log_block import BlockType, HeaderKey, encode_block
+from hoodie.file_group.log_reader import read_blocks
 from hoodie.index.bucket import bucket_id_str
 from hoodie.io.fileio import LocalFileIO
 from hoodie.read.reader import TableReader
+from hoodie.read.slice_reader import decode_data_block
+from hoodie.schema.avro_arrow import avro_to_arrow_schema, encode_avro_block_content
 from hoodie.services.base import LocalRunner, ServiceContext, service_named
 from hoodie.shape.matrix import (
     MATRIX,
@@ -264,6 +269,76 @@ def unreadable_schema(path: Path) -> None:
     file.write_text(json.dumps(meta))
 
 
+UNAVAILABLE = "__debezium_unavailable_value"
+
+
+def _partial_block(log: Path, columns: tuple[str, ...]) -> None:
+    """Rewrite the one data block of ``log`` as Hudi's ``HoodieAppendHandle`` writes it with
+    ``shouldWritePartialUpdates()`` (Spark SQL MERGE INTO updating some columns): the header's
+    SCHEMA is the meta fields plus the updated ``columns`` (the table schema projected, in its
+    order; ``HoodieAvroUtils.generateProjectionSchema``) and IS_PARTIAL is ``true``."""
+    (block,) = read_blocks(log.read_bytes(), log.name)
+    assert block.block_type is BlockType.AVRO_DATA and block.schema is not None
+    full = json.loads(block.schema)
+    keep = [f for f in full["fields"] if f["name"].startswith("_hoodie_") or f["name"] in columns]
+    partial = {**full, "fields": keep}
+    rows = decode_data_block(block, avro_to_arrow_schema(full)).select([f["name"] for f in keep])
+    header = {
+        HeaderKey.INSTANT_TIME: block.instant_time,
+        HeaderKey.SCHEMA: json.dumps(partial, separators=(",", ":")),
+        HeaderKey.IS_PARTIAL: "true",
+    }
+    log.write_bytes(encode_block(BlockType.AVRO_DATA, header, encode_avro_block_content(rows, partial)))
+
+
+def partial_updates(path: Path) -> None:
+    """A version-9 MERGE_ON_READ table as Hudi 1.1 leaves one migrated from a Debezium payload
+    (``hoodie.table.partial.update.mode=FILL_UNAVAILABLE`` with its marker in the merge properties,
+    ``HoodieTableConfig.PARTIAL_UPDATE_MODE`` / ``MERGE_PROPERTIES_PREFIX``): the base table's writes,
+    the even keys' upsert sending the marker for ``v`` on k0, k2 and k4 (their stored ``v`` stays),
+    then a partial update of ``v`` on k1 and k3 in an IS_PARTIAL block (``id`` and ``p`` absent from
+    the block: the stored values stay)."""
+    shutil.rmtree(path)
+    props = {
+        "hoodie.table.partial.update.mode": "FILL_UNAVAILABLE",
+        "hoodie.record.merge.property.hoodie.write.partial.update.unavailable.value": UNAVAILABLE,
+    }
+    writer = HoodieWriter(
+        new_table(path, version=TableVersion.NINE, metadata_table=False, extra_properties=props)
+    )
+    writer.insert(rows(range(12), 1))
+    evens = rows(range(0, 12, 2), 2)
+    marked = pa.array(
+        [
+            UNAVAILABLE if k in ("k0", "k2", "k4") else v
+            for k, v in zip(evens["id"].to_pylist(), evens["v"].to_pylist(), strict=True)
+        ]
+    )
+    writer.upsert(evens.set_column(evens.schema.get_field_index("v"), "v", marked))
+    before = set(path.rglob(".*.log.*"))
+    partial = rows([1, 3], 1)
+    writer.upsert(
+        partial.set_column(partial.schema.get_field_index("v"), "v", pa.array(["partial1", "partial3"]))
+    )
+    for log in set(path.rglob(".*.log.*")) - before:
+        _partial_block(log, ("ts", "v"))
+
+
+def partial_update_model() -> dict[str, tuple[int, str]]:
+    """Record key -> (ts, v) of :func:`partial_updates`' table (one file group per partition).
+
+    Once a file group's log holds an IS_PARTIAL block, Hudi's reader merges it with
+    ``PartialUpdateBufferedRecordMerger`` (KEEP_VALUES: the columns a record lacks are kept), built
+    without the table's partial-update mode (``BufferedRecordMergerFactory.create`` with
+    ``enablePartialMerging``): there the marker is a value like any other. So k0 (p0, with k3's
+    partial block) and k4 (p1, with k1's) read the marker; k2 (p2) reads its stored value."""
+    model = {f"k{i}": (1, f"v{i}@1") for i in range(12)}
+    model.update({f"k{i}": (2, f"v{i}@2") for i in range(6, 12, 2)})
+    model.update({"k0": (2, UNAVAILABLE), "k2": (2, "v2@1"), "k4": (2, UNAVAILABLE)})
+    model.update({"k1": (1, "partial1"), "k3": (1, "partial3")})
+    return model
+
+
 def open_refused(updates: dict[str, str]) -> Callable[[Path], None]:
     def build(path: Path) -> None:
         _write_props(path, updates)
@@ -302,6 +377,9 @@ CASES = [
         "hoodie.index.type=FLINK_STATE",
     ),
     Case(Shape.SCHEMA_ON_READ, schema_on_read, evidence=".schemacommit"),
+    Case(
+        Shape.PARTIAL_UPDATES, partial_updates, evidence="hoodie.table.partial.update.mode=FILL_UNAVAILABLE"
+    ),
     Case(Shape.EXPRESSION_INDEX, expression_index, evidence="expr_index_day"),
     Case(Shape.VERSION_6, lambda _p: None, evidence="hoodie.table.version=6"),
     Case(
@@ -876,3 +954,77 @@ def test_log_compaction_is_refused_on_merges_it_does_not_implement(
     err = capsys.readouterr().err
     assert shape.value in err and evidence in err and "logcompaction is refused" in err, err
     assert table_hash(path) == before
+
+
+def _rows_read(data: pa.Table) -> dict[str, tuple[int, str, str]]:
+    return {r["id"]: (r["ts"], r["v"], r["p"]) for r in data.to_pylist()}
+
+
+def test_a_partial_update_table_reads_and_is_serviced_as_the_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The partial-update case, column by column: IS_PARTIAL blocks keep the columns they lack and
+    FILL_UNAVAILABLE keeps the stored value where the marker came (in file groups without a partial
+    block, see :func:`partial_update_model`), in reads, after compaction, and through later writes
+    and every other service (log compaction refused, nothing written)."""
+    path = tmp_path / "t"
+    path.mkdir()
+    partial_updates(path)
+    model = {k: (ts, v, f"p{int(k[1:]) % 3}") for k, (ts, v) in partial_update_model().items()}
+
+    def check(hudi_rs: bool) -> None:
+        assert _rows_read(TableReader(HoodieTable.open(str(path))).snapshot()) == model
+        if hudi_rs:  # hudi-rs reads complete records only: after compaction every slice is a base file
+            built = HudiTableBuilder.from_base_uri(str(path)).with_hudi_option(
+                "hoodie.metadata.enable", "false"
+            )
+            assert _rows_read(pa.Table.from_batches(built.build().read())) == model
+
+    check(hudi_rs=False)
+    run = ["run", "compaction", str(path), "--spark-master", "in-process"]
+    assert main(run) == 0, capsys.readouterr().err
+    check(hudi_rs=True)
+    # a later upsert with the marker on k1 (kept: partial1) and new values elsewhere
+    batch = rows([1, 5, 7], 4)
+    v = pa.array([UNAVAILABLE, "v5@4", "v7@4"])
+    data = tmp_path / "upsert.parquet"
+    pq.write_table(batch.set_column(batch.schema.get_field_index("v"), "v", v), data)
+    assert main(["write", str(path), "--input", str(data), "--operation", "upsert"]) == 0
+    model.update({"k1": (4, "partial1", "p1"), "k5": (4, "v5@4", "p2"), "k7": (4, "v7@4", "p1")})
+    check(hudi_rs=False)
+    before = table_hash(path)
+    assert main(["run", "logcompaction", str(path), "--spark-master", "in-process"]) != 0
+    err = capsys.readouterr().err
+    assert "partial-update mode" in err and "refused" in err and table_hash(path) == before
+    for service in ("clustering", "compaction", "clean", "archival"):
+        assert main(["run", service, str(path), "--spark-master", "in-process"]) == 0, capsys.readouterr().err
+        check(hudi_rs=service != "clustering")
+
+
+def test_is_partial_blocks_without_a_partial_update_mode(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Spark SQL's partial MERGE INTO leaves IS_PARTIAL blocks in a table without any partial-update
+    property: reads and compaction keep the columns a block lacks (KEEP_VALUES); log compaction is
+    refused with the shape message naming the block, nothing written."""
+    path = base_table(tmp_path / "t", version=TableVersion.EIGHT)
+    before_logs = set(path.rglob(".*.log.*"))
+    partial = rows([1, 3], 1)
+    HoodieWriter(HoodieTable.open(str(path))).upsert(
+        partial.set_column(partial.schema.get_field_index("v"), "v", pa.array(["partial1", "partial3"]))
+    )
+    for log in set(path.rglob(".*.log.*")) - before_logs:
+        _partial_block(log, ("ts", "v"))
+    ts = {i: 2 if i % 2 == 0 else 1 for i in range(12)}  # base_table's inserts and upserts
+    model = {f"k{i}": (t, f"v{i}@{t}", f"p{i % 3}") for i, t in ts.items()}
+    model.update({"k1": (1, "partial1", "p1"), "k3": (1, "partial3", "p0")})
+    assert _rows_read(TableReader(HoodieTable.open(str(path))).snapshot()) == model
+    before = table_hash(path)
+    assert main(["run", "logcompaction", str(path), "--spark-master", "in-process"]) != 0
+    err = capsys.readouterr().err
+    assert "partial-update mode" in err and "IS_PARTIAL=true" in err and "refused" in err, err
+    assert table_hash(path) == before
+    assert main(["run", "compaction", str(path), "--spark-master", "in-process"]) == 0
+    assert _rows_read(TableReader(HoodieTable.open(str(path))).snapshot()) == model
+    built = HudiTableBuilder.from_base_uri(str(path)).with_hudi_option("hoodie.metadata.enable", "false")
+    assert _rows_read(pa.Table.from_batches(built.build().read())) == model

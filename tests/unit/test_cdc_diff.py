@@ -7,7 +7,10 @@ import random
 import pyarrow as pa
 import pytest
 
-from hoodie.cdc.logger import diff_by_key
+from hoodie.cdc.logger import diff_by_key, traced_changes
+from hoodie.config.table_config import RecordMergeMode
+from hoodie.merge.trace import MergeTrace
+from hoodie.merge.vectorized import DeleteEntries, MergeSpec, iter_merge_slice
 
 SCHEMA = pa.schema(
     [("_hoodie_commit_time", pa.string()), ("_hoodie_record_key", pa.string()), ("v", pa.int64())]
@@ -71,3 +74,79 @@ def test_random_rewrites_equal_the_model(seed: int) -> None:
         rng.shuffle(after)
     b, a = _table(before), _table(after)
     assert _changes(b, a) == _model(b, a)
+
+
+TRACED = pa.schema(
+    [
+        ("_hoodie_commit_time", pa.string()),
+        ("_hoodie_record_key", pa.string()),
+        ("ts", pa.int64()),
+        ("v", pa.int64()),
+    ]
+)
+
+
+def _random_merge(
+    rng: random.Random, event_time: bool
+) -> tuple[pa.Table, list[pa.Table], MergeTrace, pa.Table]:
+    """A base read in batches merged with log batches (data and deletes), traced: (base, trace,
+    merged output)."""
+    keys = [f"k{i:03d}" for i in rng.sample(range(200), rng.randint(0, 60))]
+    base = pa.Table.from_pylist(
+        [
+            {"_hoodie_commit_time": "1", "_hoodie_record_key": k, "ts": rng.randint(0, 5), "v": i}
+            for i, k in enumerate(keys)
+        ],
+        schema=TRACED,
+    )
+    pool = [*keys, *(f"n{i:03d}" for i in range(30))]
+    logs: list[pa.Table | DeleteEntries] = []
+    for commit in range(2, 2 + rng.randint(0, 4)):
+        picked = rng.sample(pool, rng.randint(0, min(len(pool), 25)))
+        if rng.random() < 0.3:
+            logs.append(
+                DeleteEntries(
+                    pa.array(picked, pa.string()),
+                    [rng.randint(0, 5) for _ in picked],
+                    ["LongWrapper"] * len(picked),
+                )
+            )
+        else:
+            logs.append(
+                pa.Table.from_pylist(
+                    [
+                        {
+                            "_hoodie_commit_time": str(commit),
+                            "_hoodie_record_key": k,
+                            "ts": rng.randint(0, 5),
+                            "v": 1000 * commit + j,
+                        }
+                        for j, k in enumerate(picked)
+                    ],
+                    schema=TRACED,
+                )
+            )
+    step = rng.randint(1, 20)
+    batches = [base.slice(i, step) for i in range(0, base.num_rows, step)]
+    spec = MergeSpec(
+        RecordMergeMode.EVENT_TIME_ORDERING if event_time else RecordMergeMode.COMMIT_TIME_ORDERING,
+        ("ts",) if event_time else (),
+    )
+    trace = MergeTrace()
+    parts = list(iter_merge_slice(batches, logs, spec, base_schema=TRACED, trace=trace))
+    after = pa.concat_tables(parts) if parts else TRACED.empty_table()
+    return base, trace, after
+
+
+@pytest.mark.parametrize("event_time", [False, True])
+@pytest.mark.parametrize("seed", range(40))
+def test_the_merges_trace_gives_the_diff_by_key(seed: int, event_time: bool) -> None:
+    """A compaction's CDC changes read off the vectorized merge's trace equal the diff by key of the
+    old base rows and the merged output, record for record and in the same order."""
+    base, trace, after = _random_merge(random.Random(seed), event_time)
+    assert trace.complete and trace.base_rows == base.num_rows
+    before = pa.concat_tables(trace.base_parts) if trace.base_parts else TRACED.empty_table()
+    assert before.equals(base)
+    traced, keyed = traced_changes(trace, before, after), diff_by_key(base, after)
+    assert traced.ops.equals(keyed.ops) and traced.keys.equals(keyed.keys)
+    assert traced.before.tolist() == keyed.before.tolist() and traced.after.tolist() == keyed.after.tolist()
