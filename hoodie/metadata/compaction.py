@@ -37,12 +37,12 @@ from hoodie.file_group.view import FileSystemView
 from hoodie.hfile.reader import HFileReader
 from hoodie.io.fileio import join
 from hoodie.metadata.context import metadata_service_context
+from hoodie.metadata.partitions import has_metadata_table
 from hoodie.metadata.policy import MetadataTablePolicy
 from hoodie.metadata.records import (
     is_live,
     plain_metadata_schema_json,
 )
-from hoodie.metadata.sync import has_metadata_table
 from hoodie.metadata.table import MetadataTable
 from hoodie.metadata.writer import base_hfile_bytes
 from hoodie.models.commit import CommitMetadata, WriteStat

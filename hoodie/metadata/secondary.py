@@ -21,6 +21,7 @@ naming the index and column.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -37,8 +38,10 @@ from hoodie.read.reader import schema_on_read, table_schema
 from hoodie.read.slice_reader import SliceReadOptions, read_slice
 from hoodie.schema.avro_types import AvroType, parse_record
 from hoodie.schema.java_text import java_double_text
-from hoodie.table import HoodieTable
 from hoodie.timeline.timeline import ActiveTimeline
+
+if TYPE_CHECKING:
+    from hoodie.table import HoodieTable
 
 __all__ = [
     "SecondaryIndex",

@@ -29,8 +29,8 @@ from typing import Any
 from hoodie.errors import HoodieError
 from hoodie.metadata.compaction import compact_metadata_table
 from hoodie.metadata.context import metadata_service_context
+from hoodie.metadata.partitions import has_metadata_table
 from hoodie.metadata.policy import MetadataTablePolicy
-from hoodie.metadata.sync import has_metadata_table
 from hoodie.services.archival import execute_archival, plan_archival
 from hoodie.services.base import (
     ExecutionResult,

@@ -23,7 +23,7 @@ import logging
 import posixpath
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -43,6 +43,7 @@ from hoodie.metadata.keys import (
     partition_id,
     partition_stats_key,
 )
+from hoodie.metadata.partitions import enabled_partitions, has_metadata_table
 from hoodie.metadata.records import (
     MetadataPartition,
     Payload,
@@ -56,10 +57,12 @@ from hoodie.metadata.table import MetadataTable
 from hoodie.metadata.writer import MetadataWriter, Updates
 from hoodie.models.clean import CleanMetadata
 from hoodie.models.commit import CommitMetadata, ReplaceCommitMetadata, WriteStat
-from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant
 from hoodie.timeline.instant_time import instant_to_epoch_millis
 from hoodie.timeline.timeline import ActiveTimeline
+
+if TYPE_CHECKING:
+    from hoodie.table import HoodieTable
 
 log = logging.getLogger(__name__)
 
@@ -70,14 +73,6 @@ __all__ = [
     "restore_updates",
     "sync_metadata_table",
 ]
-
-SUPPORTED_PARTITIONS = (
-    MetadataPartition.FILES,
-    MetadataPartition.COLUMN_STATS,
-    MetadataPartition.PARTITION_STATS,
-    MetadataPartition.RECORD_INDEX,
-    MetadataPartition.BLOOM_FILTERS,
-)
 
 
 @dataclass
@@ -90,37 +85,6 @@ class RecordIndexChanges:
 
     located: dict[str, tuple[str, str]] = field(default_factory=dict)
     deleted: set[str] = field(default_factory=set)
-
-
-def enabled_partitions(table: HoodieTable) -> list[str]:
-    """Metadata partitions to keep up to date: the built ones and those being built (indexing)."""
-    out = list(table.config.metadata_partitions)
-    out += [p for p in table.config.metadata_partitions_inflight if p not in out]
-    return out
-
-
-def has_metadata_table(table: HoodieTable) -> bool:
-    return table.has_metadata_table and bool(enabled_partitions(table))
-
-
-def unmaintained_partitions(table: HoodieTable, partitions: list[str]) -> list[tuple[str, str | None]]:
-    """The ``partitions`` of the metadata table hts cannot keep current, each with why for a secondary
-    index it cannot maintain (None: a partition kind it does not maintain at all). ``hoodie.shape``
-    names them as the table's shape."""
-    from hoodie.metadata.secondary import secondary_indexes
-
-    out: list[tuple[str, str | None]] = []
-    for partition in partitions:
-        if partition in SUPPORTED_PARTITIONS:
-            continue
-        if partition.startswith(MetadataPartition.SECONDARY_PREFIX):
-            try:
-                secondary_indexes(table, [partition])
-            except UnsupportedTableError as e:
-                out.append((partition, str(e).removeprefix(f"{table.base_path}: ")))
-            continue
-        out.append((partition, None))
-    return out
 
 
 def require_supported_metadata(table: HoodieTable, what: str, *, secondary_ok: bool = False) -> None:

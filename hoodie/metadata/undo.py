@@ -32,7 +32,7 @@ import logging
 
 from hoodie.errors import TableServiceError
 from hoodie.metadata.init import INIT_PREFIX
-from hoodie.metadata.sync import has_metadata_table
+from hoodie.metadata.partitions import has_metadata_table
 from hoodie.metadata.table import MetadataTable
 from hoodie.models.commit import CommitMetadata
 from hoodie.table import HoodieTable

@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from operator import itemgetter
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -35,10 +36,12 @@ from hoodie.metadata.records import (
 from hoodie.metadata.secondary import shard_keys
 from hoodie.metadata.table import open_metadata_table
 from hoodie.models.commit import CommitMetadata, WriteStat
-from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.instant_time import normalize
 from hoodie.transaction.commit import commit
+
+if TYPE_CHECKING:
+    from hoodie.table import HoodieTable
 
 log = logging.getLogger(__name__)
 

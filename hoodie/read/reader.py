@@ -10,6 +10,7 @@ import json
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -29,9 +30,11 @@ from hoodie.schema.internal_schema import (
     SchemaOnRead,
     parse_internal_schema,
 )
-from hoodie.table import HoodieTable
 from hoodie.timeline.instant_time import normalize
 from hoodie.timeline.timeline import ActiveTimeline
+
+if TYPE_CHECKING:
+    from hoodie.table import HoodieTable
 
 log = logging.getLogger(__name__)
 

@@ -19,9 +19,9 @@ from typing import ClassVar, NoReturn
 from hoodie.errors import TableServiceError
 from hoodie.metadata.compaction import deltacommits_since_last_compaction
 from hoodie.metadata.context import metadata_service_context
+from hoodie.metadata.partitions import has_metadata_table
 from hoodie.metadata.policy import MetadataTablePolicy
 from hoodie.metadata.services import maintain_after_commit, maintain_metadata_table
-from hoodie.metadata.sync import has_metadata_table
 from hoodie.models.base import AvroRecord
 from hoodie.services.archival import plan_archival
 from hoodie.services.base import ExecutionResult, Runner, Scheduled, ServiceContext, register_service

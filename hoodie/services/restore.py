@@ -23,7 +23,8 @@ import time
 from hoodie.errors import InstantBusyError, TableServiceError
 from hoodie.metadata.context import metadata_service_context
 from hoodie.metadata.init import files_on_storage
-from hoodie.metadata.sync import has_metadata_table, restore_updates
+from hoodie.metadata.partitions import has_metadata_table
+from hoodie.metadata.sync import restore_updates
 from hoodie.metadata.table import MetadataTable
 from hoodie.metadata.undo import check_metadata_restorable
 from hoodie.metadata.writer import MetadataWriter

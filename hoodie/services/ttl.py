@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from typing import ClassVar, NoReturn
 
 from hoodie.errors import TableServiceError, UnsupportedTableError
+from hoodie.metadata.partitions import enabled_partitions, has_metadata_table
 from hoodie.metadata.records import MetadataPartition
-from hoodie.metadata.sync import enabled_partitions, has_metadata_table
 from hoodie.models.base import AvroRecord
 from hoodie.models.clustering import RequestedReplaceMetadata
 from hoodie.models.commit import CommitMetadata, ReplaceCommitMetadata, WriteOperationType

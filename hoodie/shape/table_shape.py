@@ -299,7 +299,7 @@ def metadata_features(table: HoodieTable, *, expression: bool = False) -> list[S
     """The metadata table's partitions hts cannot keep current on a commit (the commit of a service
     or a write re-checks these, :func:`hoodie.metadata.sync.sync_metadata_table`); expression-index
     partitions too if ``expression`` (the shape names those with the index definitions)."""
-    from hoodie.metadata.sync import enabled_partitions, unmaintained_partitions
+    from hoodie.metadata.partitions import enabled_partitions, unmaintained_partitions
 
     if not table.has_metadata_table:
         return []

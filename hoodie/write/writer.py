@@ -32,12 +32,8 @@ from hoodie.merge.resolve import resolve_merge_config
 from hoodie.merge.vectorized import DeleteEntries, MergeSpec, arrow_family, spec_for
 from hoodie.metadata.keys import decode_file_id
 from hoodie.metadata.records import MetadataPartition
-from hoodie.metadata.sync import (
-    RecordIndexChanges,
-    enabled_partitions,
-    has_metadata_table,
-    sync_metadata_table,
-)
+from hoodie.metadata.partitions import enabled_partitions, has_metadata_table
+from hoodie.metadata.sync import RecordIndexChanges, sync_metadata_table
 from hoodie.metadata.table import MetadataTable
 from hoodie.models.clustering import RequestedReplaceMetadata
 from hoodie.models.commit import CommitMetadata, ReplaceCommitMetadata, WriteStat
