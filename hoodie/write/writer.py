@@ -31,8 +31,8 @@ from hoodie.keygen import key_generator_from_properties
 from hoodie.merge.resolve import resolve_merge_config
 from hoodie.merge.vectorized import DeleteEntries, MergeSpec, arrow_family, spec_for
 from hoodie.metadata.keys import decode_file_id
-from hoodie.metadata.records import MetadataPartition
 from hoodie.metadata.partitions import enabled_partitions, has_metadata_table
+from hoodie.metadata.records import MetadataPartition
 from hoodie.metadata.sync import RecordIndexChanges, sync_metadata_table
 from hoodie.metadata.table import MetadataTable
 from hoodie.models.clustering import RequestedReplaceMetadata
