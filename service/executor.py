@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hoodie.errors import HoodieError, InstantBusyError, InstantNotPendingError, UnsupportedShapeError
+from hoodie.io.requests import counting
 from hoodie.services import orchestrator
 from hoodie.services.base import ExecutionResult, JobCancelled, LocalRunner, Runner, ServiceContext
 from hoodie.table import HoodieTable
@@ -137,6 +138,10 @@ class Executor:
         self.claim: Claim = claim or (lambda _item, _instant: None)
 
     def run(self, item: WorkItem, entry: TableEntry) -> Outcome:
+        with counting(entry.requests):  # the table's storage requests include its runs'
+            return self._run_counted(item, entry)
+
+    def _run_counted(self, item: WorkItem, entry: TableEntry) -> Outcome:
         options = entry.options(item.options)
         failed = RunState.FAILED
         try:

@@ -54,6 +54,8 @@ def detail(
     refused: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     table = entry.table
+    watch = entry.watch
+    requests = entry.requests.snapshot()
     pending = []
     for p in entry.watch.pending if entry.watch is not None else ():
         item = p.as_json()
@@ -78,6 +80,12 @@ def detail(
         },
         "pending": pending,
         "running": running,
+        "storage_requests": {"total": sum(requests.values()), "by_op": requests},
+        "watching": {
+            "looks": watch.looks if watch is not None else 0,
+            "reloads": watch.reloads if watch is not None else 0,
+            "interval_s": watch.interval_s if watch is not None else 0.0,
+        },
         "refused": refused or {},
     }
 

@@ -5,7 +5,8 @@ object stores), joined with ``/``. :meth:`FileIO.for_uri` picks the backend by U
 ``file://`` and plain paths get :class:`LocalFileIO`, which can create instant files atomically
 (create-if-absent with a hard link). Object stores have no atomic create-if-absent through
 ``pyarrow.fs``; there :meth:`FileIO.create_new` checks and writes, and relies on the table lock
-exactly as Apache Hudi does on such stores.
+exactly as Apache Hudi does on such stores. Every operation is counted
+(:mod:`hoodie.io.requests`) into the request counters active in the caller's context.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.fs as pafs
+
+from hoodie.io.requests import count
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,18 +171,22 @@ class ArrowFileIO(FileIO):
         return self._fs
 
     def read_bytes(self, path: str) -> bytes:
+        count("read")
         with self._fs.open_input_stream(path) as f:
             return bytes(f.read())
 
     def read_range(self, path: str, offset: int, length: int) -> bytes:
+        count("read")
         with self._fs.open_input_file(path) as f:
             f.seek(offset)
             return bytes(f.read(length))
 
     def open_input(self, path: str) -> pa.NativeFile:
+        count("open")
         return self._fs.open_input_file(path)
 
     def info(self, path: str) -> FileInfo | None:
+        count("info")
         fi = self._fs.get_file_info(path)
         if fi.type == pafs.FileType.NotFound:
             return None
@@ -192,11 +199,13 @@ class ArrowFileIO(FileIO):
         return FileInfo(fi.path, fi.base_name, 0 if is_dir else int(fi.size or 0), mtime, is_dir)
 
     def list_dir(self, path: str) -> list[FileInfo]:
+        count("list")
         sel = pafs.FileSelector(path, allow_not_found=True, recursive=False)
         return [self._to_info(fi) for fi in self._fs.get_file_info(sel)]
 
     def write_bytes(self, path: str, data: bytes) -> None:
         self._ensure_parent(path)
+        count("write")
         with self._fs.open_output_stream(path) as f:
             f.write(data)
 
@@ -207,27 +216,33 @@ class ArrowFileIO(FileIO):
 
     def open_output(self, path: str) -> pa.NativeFile:
         self._ensure_parent(path)
+        count("write")
         return self._fs.open_output_stream(path)
 
     def delete(self, path: str) -> bool:
         if not self.exists(path):
             return False
+        count("delete")
         self._fs.delete_file(path)
         return True
 
     def delete_dir(self, path: str) -> None:
         if self.exists(path):
+            count("delete")
             self._fs.delete_dir(path)
 
     def makedirs(self, path: str) -> None:
+        count("mkdir")
         self._fs.create_dir(path, recursive=True)
 
     def rename(self, src: str, dst: str) -> None:
+        count("rename")
         self._fs.move(src, dst)
 
     def _ensure_parent(self, path: str) -> None:
         parent = path.rsplit("/", 1)[0] if "/" in path else ""
         if parent:
+            count("mkdir")
             self._fs.create_dir(parent, recursive=True)
 
 
@@ -238,10 +253,12 @@ class LocalFileIO(ArrowFileIO):
         super().__init__(pafs.LocalFileSystem(), "file")
 
     def write_bytes(self, path: str, data: bytes) -> None:
+        count("write")
         tmp = self._write_temp(path, data)
         os.replace(tmp, path)
 
     def create_new(self, path: str, data: bytes) -> None:
+        count("write")
         tmp = self._write_temp(path, data)
         try:
             os.link(tmp, path)  # atomic; fails with FileExistsError if path exists
@@ -259,11 +276,14 @@ class LocalFileIO(ArrowFileIO):
         return tmp
 
     def read_bytes(self, path: str) -> bytes:
+        count("read")
         with open(path, "rb") as f:
             return f.read()
 
     def makedirs(self, path: str) -> None:
+        count("mkdir")
         os.makedirs(path, exist_ok=True)
 
     def rename(self, src: str, dst: str) -> None:
+        count("rename")
         os.replace(src, dst)
