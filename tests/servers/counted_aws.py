@@ -21,6 +21,15 @@ import pytest
 
 from tests.servers.dynamodb import _CLEARED, _DUMMY_ENV, REGION
 
+LIST_PARAMS = {
+    "list-type",
+    "prefix",
+    "delimiter",
+    "max-keys",
+    "continuation-token",
+    "start-after",
+    "encoding-type",
+}
 Environ = dict[str, Any]
 App = Callable[[Environ, Callable[..., Any]], Iterable[bytes]]
 
@@ -33,8 +42,10 @@ def operation(environ: Environ) -> str:
     method = str(environ["REQUEST_METHOD"])
     query = parse_qs(str(environ.get("QUERY_STRING", "")), keep_blank_values=True)
     key = str(environ.get("PATH_INFO", "")).strip("/").partition("/")[2]
-    if method == "GET" and not key:
-        return "s3:ListObjects" if "location" not in query else "s3:GetBucketLocation"
+    if not key:  # the bucket itself: a listing, or its configuration
+        return (
+            "s3:ListObjects" if method == "GET" and not query.keys() - LIST_PARAMS else f"s3:{method}Bucket"
+        )
     return {
         "GET": "s3:GetObject",
         "HEAD": "s3:HeadObject",
