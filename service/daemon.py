@@ -22,6 +22,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from apscheduler.schedulers.background import BackgroundScheduler
@@ -77,6 +78,7 @@ class Daemon(RunLoop):
         self.discovery_requests = RequestCounter()
         """Storage requests of table discovery (``tables.discover``), shared by no one table."""
         self.events: Any = None  # service.events.EventWatcher when watch.events.sqs_queue_url is set
+        self._lookers: ThreadPoolExecutor | None = None
         self.replica = replica_id or settings.ha.replica_id or socket.gethostname()
         self.metrics = Metrics()
         self.registry = Registry(settings)
@@ -151,6 +153,7 @@ class Daemon(RunLoop):
                 lambda: self.scheduler.shutdown(wait=False) if self.scheduler.running else None,
             ),
             ("drain the running work", lambda: self._drain(grace)),
+            ("stop the lookers", lambda: self._lookers.shutdown() if self._lookers is not None else None),
             ("stop the workers", self._stop_workers),
             ("leave the leader election", lambda: self.leader.stop() if self.leader is not None else None),
             ("release the locks", self._close_locks),
@@ -278,8 +281,14 @@ class Daemon(RunLoop):
     def watch_tick(self) -> None:
         started = self.clock.monotonic()
         leads = self.is_leader
-        for entry in self.registry:
-            self._watch_one(entry, leads)
+        entries = list(self.registry)
+        if self.settings.watch.threads > 1 and len(entries) > 1:  # a look mostly waits on storage
+            if self._lookers is None:
+                self._lookers = ThreadPoolExecutor(self.settings.watch.threads, thread_name_prefix="hts-look")
+            list(self._lookers.map(lambda entry: self._watch_one(entry, leads), entries))
+        else:
+            for entry in entries:
+                self._watch_one(entry, leads)
         took = self.clock.monotonic() - started
         self.metrics.tick_duration.observe(took)
         budget = self.settings.watch.tick_budget_s or self.settings.watch.poll_interval_s
