@@ -133,7 +133,7 @@ class Daemon(RunLoop):
             **common,
         )
         self.scheduler.start()
-        self._start_events()
+        self.start_events()
         self.started = True
         log.info(
             "hts daemon %s started: %d table(s), Spark %s, %d worker(s)",
@@ -256,7 +256,7 @@ class Daemon(RunLoop):
         with counting(self.discovery_requests):
             self.registry.refresh()
 
-    def _start_events(self) -> None:
+    def start_events(self) -> None:
         if not self.settings.watch.events.sqs_queue_url:
             return
         from service.events import EventWatcher

@@ -1,4 +1,4 @@
-"""moto's S3 and SQS emulators in this process, with every request counted by operation.
+"""moto's S3 and SQS emulators in this process, every request counted by operation, optional latency.
 
 A small stand-in for the project's S3 proxy (another branch builds that one, with latency): a
 WSGI wrapper around moto's server app that counts what reaches it, so a test can compare what hts
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -62,6 +63,8 @@ class CountedAws:
     bucket: str = "lake"
     region: str = REGION
     counts: Counter[str] = field(default_factory=Counter)
+    latency_s: float = 0.0
+    """Added before each request is answered (each request waits its own, concurrently)."""
     guard: threading.Lock = field(default_factory=threading.Lock)
 
     def snapshot(self) -> Counter[str]:
@@ -97,6 +100,8 @@ def counted_aws() -> Iterator[CountedAws]:
         op = operation(environ)
         with endpoint.guard:
             endpoint.counts[op] += 1
+        if endpoint.latency_s:
+            time.sleep(endpoint.latency_s)
         return moto_app(environ, start_response)
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request
