@@ -6,9 +6,9 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: install test lint typecheck contracts pytest bench bench-big fuzz run clean check-java system-packages
+.PHONY: install test lint typecheck contracts pytest bench bench-big fuzz run clean check-java system-packages azurite
 
-install: $(STAMP) check-java system-packages
+install: $(STAMP) check-java system-packages azurite
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -35,6 +35,13 @@ system-packages:
 	  echo "installing Debian packages:$$missing"; \
 	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
+
+# Azurite, the Azure Storage emulator (npm), for the Azure tests: in the venv, not system-wide.
+AZURITE := $(VENV)/azurite/node_modules/.bin/azurite-blob
+azurite: $(AZURITE)
+$(AZURITE):
+	@command -v npm >/dev/null || { echo "hts tests need npm for Azurite (Debian: apt-get install npm)"; exit 1; }
+	npm install --silent --no-audit --no-fund --prefix $(VENV)/azurite azurite@3
 
 LINT_PATHS := hoodie jobs service tests $(wildcard bench)
 

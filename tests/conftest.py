@@ -19,6 +19,7 @@ pytest_plugins = [
     "tests.servers.dynamodb",
     "tests.servers.s3",
     "tests.servers.counted_aws",
+    "tests.servers.azurite",
 ]
 
 REPO = Path(__file__).resolve().parents[1]

@@ -62,7 +62,9 @@ class FileIO(ABC):
         """Return the FileIO for ``uri`` and the path of ``uri`` inside that filesystem.
 
         ``options`` configure the filesystem (for S3: ``endpoint_override``, ``access_key``,
-        ``secret_key``, ``region``, ``scheme``; see ``pyarrow.fs.S3FileSystem``).
+        ``secret_key``, ``region``, ``scheme``; see ``pyarrow.fs.S3FileSystem``; for ``abfs[s]://``
+        ``pyarrow.fs.AzureFileSystem``'s keys, e.g. ``account_name``, ``account_key``,
+        ``blob_storage_authority``).
         """
         if "://" not in uri:
             return LocalFileIO(), os.path.abspath(uri)
@@ -75,6 +77,10 @@ class FileIO(ABC):
             return ArrowFileIO(pafs.S3FileSystem(**options), scheme), path
         if scheme in ("gs", "gcs") and options:
             return ArrowFileIO(pafs.GcsFileSystem(**options), scheme), path
+        if scheme in ("abfs", "abfss"):
+            path, host = azure_path(uri)
+            fs = pafs.AzureFileSystem(**options) if options else pafs.AzureFileSystem(host.split(".", 1)[0])
+            return AzureFileIO(fs, scheme, host), path
         fs, fs_path = pafs.FileSystem.from_uri(uri)
         return ArrowFileIO(fs, scheme), fs_path.rstrip("/")
 
@@ -244,6 +250,36 @@ class ArrowFileIO(FileIO):
         if parent:
             count("mkdir")
             self._fs.create_dir(parent, recursive=True)
+
+
+def azure_path(uri: str) -> tuple[str, str]:
+    """``abfs[s]://<container>@<account host>/<path>`` -> (``<container>/<path>``, the account host)."""
+    authority, _, key = uri.split("://", 1)[1].partition("/")
+    container, at, host = authority.partition("@")
+    if not at or not container or not host:
+        raise ValueError(
+            f"{uri}: an Azure URI names its container and account, "
+            "abfs://<container>@<account>.dfs.core.windows.net/<path>"
+        )
+    return (f"{container}/{key}".rstrip("/"), host)
+
+
+class AzureFileIO(ArrowFileIO):
+    """Azure Blob Storage / ADLS Gen2 through ``pyarrow.fs.AzureFileSystem``: paths are
+    ``<container>/<path>``, URIs ``abfs[s]://<container>@<account host>/<path>`` as Hudi writes them."""
+
+    def __init__(self, fs: pafs.FileSystem, scheme: str, host: str) -> None:
+        super().__init__(fs, scheme)
+        self.host = host
+
+    def to_uri(self, path: str) -> str:
+        container, _, key = path.partition("/")
+        return f"{self.scheme}://{container}@{self.host}/{key}"
+
+    def strip_uri(self, uri: str) -> str:
+        if uri.startswith(("abfs://", "abfss://")):
+            return azure_path(uri)[0]
+        return super().strip_uri(uri)
 
 
 class LocalFileIO(ArrowFileIO):
