@@ -14,6 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from hoodie.services.base import ServiceContext
 from hoodie.services.compaction import CompactionPolicy, schedule_compaction
 from hoodie.table import HoodieTable
@@ -194,3 +196,31 @@ def test_a_run_counts_its_own_requests_inside_the_tables(tmp_path: Path) -> None
     outer = table_wide.snapshot()
     assert all(outer[op] >= n for op, n in run.snapshot().items())
     assert table_wide.total() > run.total()
+
+
+@pytest.mark.parametrize(
+    ("watch", "named"),
+    [
+        ({"poll_interval_s": 10, "max_poll_interval_s": 5}, "watch.max_poll_interval_s=5.0 is below"),
+        ({"events": {"sqs_queue_url": "https://q", "safety_poll_s": 1}}, "watch.events.safety_poll_s=1.0"),
+        ({"threads": 0}, "watch.threads"),
+    ],
+)
+def test_watch_settings_that_cannot_hold_are_refused_naming_them(watch: dict[str, Any], named: str) -> None:
+    from service.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=named):
+        load_settings(overrides={"watch": watch}, environ={})
+
+
+def test_the_poll_plan_backs_off_by_doubling_to_the_ceiling_and_snaps_back_on_change() -> None:
+    from service.watcher import PollPlan, TableWatch
+
+    plan = PollPlan(poll_interval_s=5, max_poll_interval_s=60, idle_after_s=120)
+    watch, now, waits = TableWatch(), 0.0, []
+    for changed in [True] + [False] * 30:
+        waits.append(watch.planned(plan, now, changed))
+        now += waits[-1]
+    assert waits[:24] == [5.0] * 24, "active for idle_after_s (120 s) after the last change"
+    assert waits[24:] == [10.0, 20.0, 40.0, 60.0, 60.0, 60.0, 60.0]
+    assert watch.planned(plan, now, changed=True) == 5.0
