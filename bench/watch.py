@@ -91,6 +91,7 @@ def make_tables(endpoint: Any, prefix: str, count: int) -> list[str]:
             schema=SCHEMA,
             record_key_fields=["id"],
             ordering_fields=["ts"],
+            metadata_table=False,  # watching is measured, not metadata-table upkeep
             **endpoint.storage_options(),
         )
         writer = HoodieWriter(table)
@@ -168,7 +169,8 @@ def long_idle_reaction(root: Path, trials: int = 20, seed: int = 7) -> tuple[Rea
         try:
             entry = sim.daemon.entry("t0000")
             for n in range(trials):
-                sim.run(3600 + rng.uniform(0, sim.poll))  # long idle again; a moment between ticks
+                # Long idle again, then a commit at a random moment of the table's back-off period.
+                sim.run(3600 + rng.uniform(0, sim.daemon.settings.watch.max_poll_interval_s))
                 writer = HoodieWriter(HoodieTable.open(uri, **endpoint.storage_options()))
                 writer.upsert(pa.table({"id": ["a"], "ts": [3 + n]}, schema=SCHEMA))
                 reloads, start = entry.watch.reloads, sim.clock.monotonic()
