@@ -123,8 +123,8 @@ class EventWatcher:
 
     def stop(self) -> None:
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=self.settings.wait_s + 5)
+        if self._thread is not None:  # a long poll in progress ends on its own (a daemon thread)
+            self._thread.join(timeout=2.0)
 
     def _loop(self) -> None:
         while not self._stop.is_set():
