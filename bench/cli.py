@@ -209,7 +209,7 @@ def watch_section(args: argparse.Namespace) -> None:
     event, queue = watch.event_reaction(root / "events")
     for r, clock in [
         (long_idle, "simulated clock"),
-        (active_queued, "wall clock, 200 tables, 20 ms a request, poll 5s"),
+        (active_queued, "wall clock, 60 requests over 60s on 200 watched tables, 20 ms a request, poll 5s"),
         (active_started, "wall clock, same run"),
         (event, "wall clock, 20 ms a request"),
     ]:
