@@ -7,9 +7,9 @@ STAMP := $(VENV)/.installed
 AXE := build/axe/node_modules/axe-core/axe.min.js
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: install test lint typecheck contracts pytest bench bench-big fuzz run clean check-java system-packages
+.PHONY: install test lint typecheck contracts pytest bench bench-big fuzz run clean check-java system-packages azurite
 
-install: $(STAMP) check-java system-packages $(AXE)
+install: $(STAMP) check-java system-packages $(AXE) azurite
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -45,6 +45,13 @@ $(AXE):
 	@command -v npm >/dev/null || { echo "hts tests need Node.js and npm (for axe-core): apt-get install -y nodejs npm"; exit 1; }
 	mkdir -p build/axe
 	npm install --silent --no-save --no-audit --no-fund --prefix build/axe axe-core@4
+
+# Azurite, the Azure Storage emulator (npm), for the Azure tests: in the venv, not system-wide.
+AZURITE := $(VENV)/azurite/node_modules/.bin/azurite-blob
+azurite: $(AZURITE)
+$(AZURITE):
+	@command -v npm >/dev/null || { echo "hts tests need npm for Azurite (Debian: apt-get install npm)"; exit 1; }
+	npm install --silent --no-audit --no-fund --prefix $(VENV)/azurite azurite@3
 
 LINT_PATHS := hoodie jobs service tests $(wildcard bench)
 

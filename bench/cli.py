@@ -22,7 +22,8 @@ DEFAULT_ROWS = 2_000_000
 UPDATE_FRACTION = 0.10
 #: The benchmark's sections, in the order they run.
 SECTIONS = (
-    "read", "compaction", "clustering", "clean", "planning", "metadata", "daemon", "scaleout", "console",
+    "read", "compaction", "clustering", "clean", "planning", "metadata", "daemon", "watch", "scaleout",
+    "console",
 )  # fmt: skip
 #: Targets: ours/floor time, ours/hudi-rs time, ours peak RSS over the merged slice's Arrow size.
 TARGET_VS_FLOOR = 1.2  # issue 18: the snapshot read within 1.2x the pyarrow floor (was 1.5x)
@@ -132,6 +133,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         metadata_section(args)
     if "daemon" in sections:
         daemon_section(args)
+    if "watch" in sections:
+        watch_section(args)
     if "scaleout" in sections:
         scaleout_section(args)
     if "console" in sections:
@@ -218,6 +221,52 @@ def daemon_section(args: argparse.Namespace) -> None:
                     100 * daemon.TARGET_IDLE_CPU,
                     "%",
                 ),
+            ]
+        )
+    )
+
+
+def watch_section(args: argparse.Namespace) -> None:
+    from bench import watch
+
+    root = args.cache_dir / "watch"
+    print("\nwatching object stores (S3 and SQS: moto's emulators in this process, requests counted):")
+    idle = watch.idle_requests(root / "idle")
+    print(
+        f"  idle tables ({idle.tables}), simulated clock, ceiling {idle.ceiling_s:.0f}s: "
+        f"{idle.hts_per_table_hour:.1f} requests per table-hour counted by hts, "
+        f"{idle.store_per_table_hour:.1f} answered by the store; first hour (open + back-off) "
+        f"{idle.first_hour_per_table:.1f}"
+    )
+    long_idle, ceiling = watch.long_idle_reaction(root / "long-idle")
+    active_queued, active_started = watch.active_s3_latency(root / "active")
+    event, queue = watch.event_reaction(root / "events")
+    for r, clock in [
+        (long_idle, "simulated clock"),
+        (active_queued, "wall clock, 60 requests over 60s on 200 watched tables, 20 ms a request, poll 5s"),
+        (active_started, "wall clock, same run"),
+        (event, "wall clock, 20 ms a request"),
+    ]:
+        print(
+            f"  {r.what} ({clock}): p50 {r.p50:.3f}s, p99 {r.p99:.3f}s, worst {r.worst:.3f}s, n={r.samples}"
+        )
+    print(f"  event queue requests over the event run: {queue}")
+    print(
+        format_targets(
+            [
+                Target(
+                    "requests per idle table-hour", idle.store_per_table_hour, watch.TARGET_IDLE_PER_HOUR, ""
+                ),
+                Target(
+                    "REQUESTED->INFLIGHT p99 / poll, 200 active S3 tables",
+                    active_started.p99 / 5.0,
+                    watch.TARGET_VS_POLL,
+                    "x",
+                ),
+                Target(
+                    "long-idle reaction p99 / ceiling", long_idle.p99 / ceiling, watch.TARGET_VS_CEILING, "x"
+                ),
+                Target("event-driven reaction p99", event.p99, watch.TARGET_EVENT_S, "s"),
             ]
         )
     )

@@ -95,7 +95,8 @@ def _make_tables(root: Path, count: int, *, with_logs: bool) -> list[Path]:
 
 
 class _Daemon:
-    def __init__(self, root: Path, tables: Path, poll_s: float, **extra: Any) -> None:
+    def __init__(self, root: Path, tables: Path | str, poll_s: float, **extra: Any) -> None:
+        """``tables``: the folder (or object-store URI) to discover tables in."""
         with socketless_port() as port:
             self.port = port
         config = {

@@ -17,7 +17,7 @@ from hoodie.config.table_config import METAFOLDER, TableConfig, TableKeys, read_
 from hoodie.errors import MalformedPlanError, SchemaError, TableNotFoundError, TimelineError
 from hoodie.file_group.file_slice import FileGroupId
 from hoodie.file_group.view import FileSystemView, ListingSource
-from hoodie.io.fileio import FileIO, join
+from hoodie.io.fileio import FileInfo, FileIO, join
 from hoodie.models.clustering import RequestedReplaceMetadata
 from hoodie.models.commit import CommitMetadata, ReplaceCommitMetadata
 from hoodie.models.compaction import CompactionPlan
@@ -145,8 +145,9 @@ class HoodieTable:
             self._timeline = ActiveTimeline.load(self.fileio, self.paths, self.tz)
         return self._timeline
 
-    def reload(self) -> ActiveTimeline:
-        self._timeline = ActiveTimeline.load(self.fileio, self.paths, self.tz)
+    def reload(self, listing: list[FileInfo] | None = None) -> ActiveTimeline:
+        """The active timeline read again (from ``listing``, the timeline folder's, when given)."""
+        self._timeline = ActiveTimeline.load(self.fileio, self.paths, self.tz, listing)
         self._archived_completion = None
         return self._timeline
 

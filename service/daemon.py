@@ -22,15 +22,19 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from hoodie.errors import HoodieError, InvalidInputError, UnsupportedShapeError, UnsupportedTableError
+from hoodie.io.requests import RequestCounter, counting
 from hoodie.services.registry import ALL, ServiceKind, names, spec_of
 from hoodie.timeline.timeline import ActiveTimeline
 from hoodie.transaction.heartbeat import HeartbeatConfig
+from service.clock import SYSTEM, Clock
 from service.errors import BadRequest, Conflict, NotFound
+from service.events import EVENTS
 from service.executor import Executor, SparkHolder
 from service.health import Health, HealthBook
 from service.locks import InProcessServiceLock, LockState, make_lock
@@ -41,10 +45,12 @@ from service.runs import CANCELLED, RunLoop, tags
 from service.settings import Settings
 from service.store import Run, RunKind, RunState, RunStore, RunTrigger, ServiceStreak
 from service.truetime import TableClock, default_skew_ms
-from service.watcher import TableWatch, lazy_failed_writes, look
+from service.watcher import PollPlan, TableWatch, lazy_failed_writes, look
 
 log = logging.getLogger("hts.daemon")
 
+DISCOVERY = "_discovery"
+"""The ``table`` label of the storage requests of discovery rescans."""
 TRIGGERABLE = names(triggerable=True)
 RUN_NOW = names(plans_on_timeline=False)
 """Services whose plan never goes on the timeline: scheduling and executing are one run."""
@@ -64,8 +70,16 @@ def _check_index_request(entry: TableEntry, options: dict[str, str]) -> None:
 
 
 class Daemon(RunLoop):
-    def __init__(self, settings: Settings, *, replica_id: str | None = None) -> None:
+    def __init__(
+        self, settings: Settings, *, replica_id: str | None = None, clock: Clock | None = None
+    ) -> None:
         self.settings = settings
+        self.clock = clock or SYSTEM
+        self.poll_plan = PollPlan.of(settings.watch)
+        self.discovery_requests = RequestCounter()
+        """Storage requests of table discovery (``tables.discover``), shared by no one table."""
+        self.events: Any = None  # service.events.EventWatcher when watch.events.sqs_queue_url is set
+        self._lookers: ThreadPoolExecutor | None = None
         self.replica = replica_id or settings.ha.replica_id or socket.gethostname()
         self.metrics = Metrics()
         self.registry = Registry(settings)
@@ -104,7 +118,7 @@ class Daemon(RunLoop):
             self.leader = LeaderElection(url, self.settings.ha.election_path, self.replica)
             self.leader.add_listener(lambda leads: log.info("leadership: %s", "gained" if leads else "lost"))
             self.leader.start()
-        self.registry.refresh()
+        self.discover()
         for n in range(self.settings.limits.max_concurrent):
             worker = threading.Thread(target=self._work, name=f"hts-worker-{n}", daemon=True)
             worker.start()
@@ -115,13 +129,14 @@ class Daemon(RunLoop):
             self.watch_tick, "interval", seconds=poll, id="watch", next_run_time=_now(), **common
         )
         self.scheduler.add_job(
-            self.registry.refresh,
+            self.discover,
             "interval",
             seconds=self.settings.tables.rescan_interval_s,
             id="discover",
             **common,
         )
         self.scheduler.start()
+        self.start_events()
         self.started = True
         log.info(
             "hts daemon %s started: %d table(s), Spark %s, %d worker(s)",
@@ -135,11 +150,13 @@ class Daemon(RunLoop):
         grace = self.settings.shutdown_grace_s if grace_s is None else grace_s
         self.stopping = True
         steps: list[tuple[str, Callable[[], None]]] = [
+            ("stop the event notifications", lambda: self.events.stop() if self.events is not None else None),
             (
                 "stop the ticks",
                 lambda: self.scheduler.shutdown(wait=False) if self.scheduler.running else None,
             ),
             ("drain the running work", lambda: self._drain(grace)),
+            ("stop the lookers", lambda: self._lookers.shutdown() if self._lookers is not None else None),
             ("stop the workers", self._stop_workers),
             ("leave the leader election", lambda: self.leader.stop() if self.leader is not None else None),
             ("release the locks", self._close_locks),
@@ -213,7 +230,14 @@ class Daemon(RunLoop):
         if skew is None:
             skew = default_skew_ms(isinstance(lock.inner, InProcessServiceLock))
         entry.clock = TableClock(
-            entry.id, table.fileio, table.paths, lock, table.tz, skew_ms=skew, observer=self.metrics
+            entry.id,
+            table.fileio,
+            table.paths,
+            lock,
+            table.tz,
+            skew_ms=skew,
+            observer=self.metrics,
+            clock=None if self.clock is SYSTEM else self.clock,
         )
         entry.lock = lock
         entry.watch = TableWatch()
@@ -230,48 +254,106 @@ class Daemon(RunLoop):
 
     # -- ticks --------------------------------------------------------------------------------
 
-    def watch_tick(self) -> None:
-        started = time.monotonic()
+    def discover(self) -> None:
+        """Apply the static list and rescan the discovery roots (counted as discovery requests)."""
+        with counting(self.discovery_requests):
+            self.registry.refresh()
+
+    def start_events(self) -> None:
+        if not self.settings.watch.events.sqs_queue_url:
+            return
+        from service.events import EventWatcher
+
+        self.events = EventWatcher(
+            self.settings.watch.events, self.registry, self.events_arrived, clock=self.clock
+        )
+        self.events.start()
+
+    def events_arrived(self, table_ids: set[str]) -> None:
+        """Event notifications say these tables changed: look at them now, not at their next poll."""
         leads = self.is_leader
-        for entry in self.registry:
-            try:
-                self._watch(entry, leads)
-            except Exception as e:  # this table only; the others are still served
-                self.metrics.table_errors.labels(entry.id, type(e).__name__).inc()
-                if not isinstance(e, (HoodieError, OSError, ValueError)):
-                    log.exception("watching %s failed unexpectedly", entry.id, **tags(table=entry.id))
-                self.registry.fail(entry, e)
-        took = time.monotonic() - started
+        for table_id in sorted(table_ids):
+            entry = self.registry.get(table_id)
+            if entry is None:
+                continue
+            if entry.watch is not None:
+                entry.watch.poke()
+            self._watch_one(entry, leads)
+        self.queue.wake()
+
+    def watch_tick(self) -> None:
+        started = self.clock.monotonic()
+        leads = self.is_leader
+        entries = list(self.registry)
+        if self.settings.watch.threads > 1 and len(entries) > 1:  # a look mostly waits on storage
+            if self._lookers is None:
+                self._lookers = ThreadPoolExecutor(self.settings.watch.threads, thread_name_prefix="hts-look")
+            list(self._lookers.map(lambda entry: self._watch_one(entry, leads), entries))
+        else:
+            for entry in entries:
+                self._watch_one(entry, leads)
+        took = self.clock.monotonic() - started
         self.metrics.tick_duration.observe(took)
         budget = self.settings.watch.tick_budget_s or self.settings.watch.poll_interval_s
         if took > budget:
             self.metrics.tick_overruns.inc()
             log.warning("watch tick took %.2f s, over its %.2f s budget", took, budget)
-        self.last_tick = time.time()
+        self.last_tick = self.clock.time()
         self.queue.wake()
 
     def _heartbeat_of(self, entry: TableEntry) -> HeartbeatConfig:
         return HeartbeatConfig.from_options(entry.config.options)
 
+    def _watch_one(self, entry: TableEntry, leads: bool) -> None:
+        try:
+            self._watch(entry, leads)
+        except Exception as e:  # this table only; the others are still served
+            self.metrics.table_errors.labels(entry.id, type(e).__name__).inc()
+            if not isinstance(e, (HoodieError, OSError, ValueError)):
+                log.exception("watching %s failed unexpectedly", entry.id, **tags(table=entry.id))
+            self.registry.fail(entry, e, self.clock.monotonic())
+
     def _watch(self, entry: TableEntry, leads: bool) -> None:
+        with counting(entry.requests):
+            looked = self._look(entry)
+            refused = self.refused(entry) if looked or leads else {}  # once per tick
+            if looked:
+                self._queue_pending(entry, refused)
+        if leads:
+            self._policies(entry, refused)
+
+    def _look(self, entry: TableEntry) -> bool:
+        """Open the table if needed and look at it when it is due; True when it was looked at."""
+        now = self.clock.monotonic()
         with entry.guard:
             if entry.table is None or entry.error is not None:
                 failures = entry.failures
-                if not self.registry.open(entry):
+                if not self.registry.open(entry, now):
                     if entry.failures > failures and entry.error_kind:
                         self.metrics.table_errors.labels(entry.id, entry.error_kind).inc()
-                    return
+                    return False
             self._prepare(entry)
             assert entry.table is not None
-            look(
-                entry.table, entry.watch, self._heartbeat_of(entry), lazy_failed_writes(entry.config.options)
+            # Ticks come every poll interval: a look due within half of one is taken now.
+            if not entry.watch.due(now, slack_s=min(0.5, self.poll_plan.poll_interval_s / 2)):
+                return False
+            changed = look(
+                entry.table,
+                entry.watch,
+                self._heartbeat_of(entry),
+                lazy_failed_writes(entry.config.options),
+                self.clock,
             )
+            entry.watch.planned(self.poll_plan, now, changed)
+        return True
+
+    def _queue_pending(self, entry: TableEntry, refused: dict[str, str]) -> None:
+        assert entry.table is not None
         pending_keys = {(entry.id, p.instant.requested_time) for p in entry.watch.pending}
         for key in [k for k in self.gave_up if k[0] == entry.id and k not in pending_keys]:
             del self.gave_up[key]
         if entry.paused:
             return
-        refused = self.refused(entry)
         fresh: ActiveTimeline | None = None
         for p in entry.watch.pending:
             key = (entry.id, p.instant.requested_time)
@@ -300,8 +382,14 @@ class Daemon(RunLoop):
                 ),
                 decision=why,
             )
-        if leads:
-            self._policies(entry, refused)
+
+    def storage_requests(self, table_id: str) -> dict[str, int]:
+        """The storage requests made for ``table_id`` so far, by kind (watching and runs).
+
+        For the requests of one piece of work, count it in its own context instead:
+        ``with hoodie.io.requests.counting() as c: ...; c.snapshot()`` (nested inside the table's).
+        """
+        return self.entry(table_id).requests.snapshot()
 
     def refused(self, entry: TableEntry) -> dict[str, str]:
         """Service -> why the table's shape (``hoodie.shape``) refuses it; never scheduled or executed."""
@@ -319,7 +407,7 @@ class Daemon(RunLoop):
 
     def _policies(self, entry: TableEntry, refused: dict[str, str]) -> None:
         """Submit the policy checks that are due; ``refused``: the tick's :meth:`refused` (computed once)."""
-        now = time.monotonic()
+        now = self.clock.monotonic()
         for service, policy in entry.config.policies.items():
             if not policy.enabled or service in refused or self.suspension(entry.id, service):
                 continue
@@ -485,6 +573,8 @@ class Daemon(RunLoop):
                 reasons.append(f"lock of table {entry.id} is {entry.lock.state.value}")
         for root, error in self.registry.discovery_errors.items():
             reasons.append(f"discovery of {root} failed: {error}")
+        if self.events is not None and self.events.error is not None:
+            reasons.append(f"event notifications from {self.events.queue_url} fail: {self.events.error}")
         return reasons
 
     def liveness(self) -> str | None:
@@ -494,7 +584,7 @@ class Daemon(RunLoop):
         limit = max(3 * self.settings.watch.poll_interval_s, 30.0)
         if self.last_tick is None:
             return None
-        age = time.time() - self.last_tick
+        age = self.clock.time() - self.last_tick
         return None if age <= limit else f"last watch tick finished {age:.0f} s ago (limit {limit:.0f} s)"
 
     def health_of(self, entry: TableEntry) -> Health:
@@ -514,6 +604,9 @@ class Daemon(RunLoop):
     def state_snapshot(self) -> dict[str, Any]:
         pending: dict[tuple[str, str], tuple[int, float, int]] = {}
         tables: dict[str, dict[str, Any]] = {}
+        requests: dict[str, dict[str, int]] = {DISCOVERY: self.discovery_requests.snapshot()}
+        if self.events is not None:
+            requests[EVENTS] = self.events.requests.snapshot()
         health: dict[str, int] = {}
         for entry in self.registry:
             health[entry.health] = health.get(entry.health, 0) + 1
@@ -522,6 +615,7 @@ class Daemon(RunLoop):
                 "paused": entry.paused,
                 "lock_state": entry.lock.state.value if entry.lock is not None else None,
             }
+            requests[entry.id] = entry.requests.snapshot()
             watch = entry.watch
             for p in watch.pending if watch is not None else ():
                 count, age, dead = pending.get((entry.id, p.service), (0, 0.0, 0))
@@ -542,6 +636,7 @@ class Daemon(RunLoop):
             "streaks": streaks,
             "pending": pending,
             "tables": tables,
+            "requests": requests,
             "health": health,
             "queue": self.queue.counts(),
             "tasks": tasks,

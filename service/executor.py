@@ -22,6 +22,7 @@ from typing import Any
 
 from hoodie.errors import HoodieError, InstantBusyError, InstantNotPendingError, UnsupportedShapeError
 from hoodie.io import usage
+from hoodie.io.requests import counting
 from hoodie.services import orchestrator
 from hoodie.services.base import ExecutionResult, JobCancelled, LocalRunner, Runner, ServiceContext
 from hoodie.table import HoodieTable
@@ -141,8 +142,9 @@ class Executor:
         self.claim: Claim = claim or (lambda _item, _instant: None)
 
     def run(self, item: WorkItem, entry: TableEntry) -> Outcome:
-        """Carry out ``item``, measuring what it costs (``service.cost``)."""
-        with usage.measure() as used:
+        """Carry out ``item``, measuring what it costs (``service.cost``); its storage requests
+        count for the table too."""
+        with counting(entry.requests), usage.measure() as used:
             outcome = self._outcome(item, entry)
         outcome.cost = run_cost(used, outcome.details)
         return outcome

@@ -21,7 +21,7 @@ from prometheus_client import (
     disable_created_metrics,
     generate_latest,
 )
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 disable_created_metrics()  # type: ignore[no-untyped-call]  # no *_created series: they double the series count and nobody queries them
@@ -36,8 +36,18 @@ class StateCollector(Collector):
     def __init__(self, snapshot: Callable[[], dict[str, Any]]) -> None:
         self.snapshot = snapshot
 
-    def collect(self) -> Iterator[GaugeMetricFamily]:
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
         state = self.snapshot()
+        requests = CounterMetricFamily(
+            "hts_storage_requests",
+            "Storage operations (FileIO calls; on object stores each is at least one request) per table "
+            "and kind; table=_discovery counts the discovery rescans",
+            labels=["table", "op"],
+        )
+        for table, ops in sorted(state.get("requests", {}).items()):
+            for op, n in sorted(ops.items()):
+                requests.add_metric([table, op], n)
+        yield requests
         pending = GaugeMetricFamily(
             "hts_pending_instant_count",
             "Pending instants per table and service (Hudi: pending<Service>InstantCount)",

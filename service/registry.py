@@ -25,6 +25,7 @@ from typing import Any
 from hoodie.config.table_config import METAFOLDER
 from hoodie.errors import HoodieError
 from hoodie.io.fileio import FileIO, join
+from hoodie.io.requests import RequestCounter
 from hoodie.table import HoodieTable
 from service.settings import Policy, Settings, TableSpec
 
@@ -65,6 +66,8 @@ class TableEntry:
     watch: Any = None  # service.watcher.TableWatch
     removed: bool = False
     guard: threading.RLock = field(default_factory=threading.RLock)
+    requests: RequestCounter = field(default_factory=RequestCounter)
+    """Storage requests made for this table in this process (watching and runs)."""
 
     @property
     def uri(self) -> str:

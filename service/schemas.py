@@ -222,13 +222,24 @@ class CostTotals(_Body):
     storage_requests: int | None = Field(ge=0)
 
 
-class TableDetail(TableSummary):
-    model_config = ConfigDict(extra="allow")
+class StorageRequests(_Body):
+    total: int = Field(ge=0, description="Storage requests made for the table by this daemon process")
+    by_op: dict[str, int] = Field(description="The same by kind: list, info, read, open, write, delete, ...")
 
+
+class TableWatching(_Body):
+    looks: int = Field(ge=0, description="Looks at the timeline since the table was opened")
+    reloads: int = Field(ge=0, description="Looks that found the timeline changed and re-read it")
+    interval_s: float = Field(ge=0, description="The wait before the next look (adaptive polling)")
+
+
+class TableDetail(TableSummary):
     config: TableSettings
     lock: TableLock
     pending: list[PendingService]
     running: list[RunningService]
+    storage_requests: StorageRequests
+    watching: TableWatching
     refused: dict[str, str] = Field(
         description="service -> why the table's shape refuses it (never scheduled or executed there)"
     )

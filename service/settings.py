@@ -145,10 +145,53 @@ class TablesSettings(_Model):
     retry_max_s: float = Field(default=300.0, gt=0)
 
 
+class EventSettings(_Model):
+    """S3 event notifications delivered to an SQS queue: a look at the table as soon as it changes.
+
+    The bucket's notification configuration sends ``s3:ObjectCreated:*`` and ``s3:ObjectRemoved:*``
+    (a ``.hoodie/`` prefix filter is enough) to ``sqs_queue_url``; the daemon long-polls the queue
+    (one ReceiveMessage per ``wait_s`` when quiet, plus one DeleteMessageBatch per batch received)
+    and looks at each table an event names at once. Tables are then polled only every
+    ``safety_poll_s`` (a lost or misrouted notification is noticed within it).
+    """
+
+    sqs_queue_url: str | None = None
+    region: str | None = None
+    """The queue's region (default: the environment's, AWS_REGION / AWS_DEFAULT_REGION)."""
+    endpoint_url: str | None = None
+    """Another endpoint for SQS (an emulator, a VPC endpoint); default: AWS_ENDPOINT_URL or AWS's."""
+    wait_s: int = Field(default=20, ge=1, le=20)
+    """SQS long-poll wait (at most 20 s, SQS's limit)."""
+    safety_poll_s: float = Field(default=300.0, gt=0)
+    """The longest time between two looks at a table while events are on."""
+
+
 class WatchSettings(_Model):
     poll_interval_s: float = Field(default=5.0, gt=0)
+    """Between looks at an active table; also the watch tick's period."""
+    max_poll_interval_s: float = Field(default=60.0, gt=0)
+    """The back-off ceiling: an idle table is looked at at least this often (one listing per look)."""
+    idle_after_s: float = Field(default=120.0, ge=0)
+    """A table whose timeline has not changed for this long backs off (doubling its wait per look)."""
     tick_budget_s: float | None = Field(default=None, gt=0)
     """How long one watch tick may take before it counts as an overrun (default: the interval)."""
+    threads: int = Field(default=8, ge=1)
+    """Tables looked at concurrently within a tick (a look mostly waits on storage)."""
+    events: EventSettings = EventSettings()
+
+    @model_validator(mode="after")
+    def _ceiling(self) -> WatchSettings:
+        if self.max_poll_interval_s < self.poll_interval_s:
+            raise ValueError(
+                f"watch.max_poll_interval_s={self.max_poll_interval_s} is below "
+                f"watch.poll_interval_s={self.poll_interval_s}"
+            )
+        if self.events.sqs_queue_url and self.events.safety_poll_s < self.poll_interval_s:
+            raise ValueError(
+                f"watch.events.safety_poll_s={self.events.safety_poll_s} is below "
+                f"watch.poll_interval_s={self.poll_interval_s}"
+            )
+        return self
 
 
 class RetrySettings(_Model):

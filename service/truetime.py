@@ -28,6 +28,7 @@ from hoodie.timeline.instant_time import instant_from_epoch_millis
 from hoodie.timeline.layout import TablePaths
 from hoodie.transaction.lock import LockError, LockProvider, locked
 from hoodie.transaction.time_generator import DEFAULT_MAX_EXPECTED_CLOCK_SKEW_MS, IN_PROCESS_CLOCK_SKEW_MS
+from service.clock import SYSTEM, Clock
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +65,7 @@ class TableClock:
         lock_timeout_s: float = 60.0,
         observer: TrueTimeObserver | None = None,
         clock_ms: Callable[[], int] | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self.table_id = table_id
         self.fileio = fileio
@@ -73,9 +75,16 @@ class TableClock:
         self.skew_ms = skew_ms
         self.lock_timeout_s = lock_timeout_s
         self.observer = observer
-        self._clock_ms = clock_ms or (lambda: time.time_ns() // 1_000_000)
+        # The daemon's clock (simulated in tests: then the skew wait is simulated too).
+        self._clock = clock or SYSTEM
+        if clock_ms is None:
+            clock_ms = (lambda: time.time_ns() // 1_000_000) if clock is None else self._clock_now_ms
+        self._clock_ms: Callable[[], int] = clock_ms
         self._local = threading.Lock()  # one mint at a time in this process
         self._last_ms = -1
+
+    def _clock_now_ms(self) -> int:
+        return int(self._clock.time() * 1000)
 
     def new_instant_time(self, *, lock_held: bool = False) -> str:
         """A fresh instant time; ``lock_held`` says the caller already holds the table lock."""
@@ -99,10 +108,10 @@ class TableClock:
 
     def _mint(self) -> str:
         now = self._clock_ms()
-        started = time.monotonic()
-        time.sleep(self.skew_ms / 1000)
+        started = self._clock.monotonic()
+        self._clock.sleep(self.skew_ms / 1000)
         if self.observer is not None:
-            self.observer.skew_waited(self.table_id, time.monotonic() - started)
+            self.observer.skew_waited(self.table_id, self._clock.monotonic() - started)
         mark = max(self._read_mark(), self._last_ms)
         millis = max(now, mark + 1)
         instant = instant_from_epoch_millis(millis, self.tz)

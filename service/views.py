@@ -62,6 +62,8 @@ def detail(
     cost: dict[str, Any],
 ) -> dict[str, Any]:
     table = entry.table
+    watch = entry.watch
+    requests = entry.requests.snapshot()
     pending = []
     for p in entry.watch.pending if entry.watch is not None else ():
         item = p.as_json()
@@ -87,6 +89,12 @@ def detail(
         },
         "pending": pending,
         "running": running,
+        "storage_requests": {"total": sum(requests.values()), "by_op": requests},
+        "watching": {
+            "looks": watch.looks if watch is not None else 0,
+            "reloads": watch.reloads if watch is not None else 0,
+            "interval_s": watch.interval_s if watch is not None else 0.0,
+        },
         "refused": refused,
         "failures": {s.service: s.as_json() for s in streaks if s.consecutive_failures or s.suspended},
         "cost": cost,

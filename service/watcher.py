@@ -11,6 +11,12 @@ for it, and whether the daemon should run it now (``runnable``). Failed *writes*
 commit whose heartbeat expired) are rolled back only when the table's writers use Hudi's LAZY
 failed-writes policy (``hoodie.clean.failed.writes.policy=LAZY``): with the default EAGER policy
 writers keep no heartbeat and roll back their own failures, so a missing heartbeat proves nothing.
+
+How often a table is looked at is decided per table (:class:`PollPlan`): every
+``watch.poll_interval_s`` while its timeline changed within ``watch.idle_after_s``, then twice as
+long after each unchanged look up to ``watch.max_poll_interval_s``; any change, or an event
+notification for the table, brings it back to the short interval. A look costs one listing (on
+local storage one ``stat``), so an idle table costs ``3600 / max_poll_interval_s`` requests an hour.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import time
 from dataclasses import dataclass, field
 
 from hoodie.errors import HoodieError
+from hoodie.io.fileio import FileInfo
 from hoodie.services.clustering import pending_clustering
 from hoodie.services.recovery import FAILED_WRITES_KEYS, lazy_failed_writes, pending_rollbacks
 from hoodie.services.registry import PendingWork, ServiceKind, names, owner_of, spec_of
@@ -28,10 +35,12 @@ from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.instant_time import parse_instant_time
 from hoodie.timeline.timeline import ActiveTimeline
 from hoodie.transaction.heartbeat import HeartbeatConfig, last_heartbeat_ms
+from service.clock import SYSTEM, Clock
+from service.settings import WatchSettings
 
 log = logging.getLogger(__name__)
 
-__all__ = ["FAILED_WRITES_KEYS", "PendingInstant", "TableWatch", "lazy_failed_writes", "look"]
+__all__ = ["FAILED_WRITES_KEYS", "PendingInstant", "PollPlan", "TableWatch", "lazy_failed_writes", "look"]
 
 EXECUTABLE = frozenset(names(daemon_executes=True))
 ROLLBACK = ServiceKind.ROLLBACK.value
@@ -70,9 +79,36 @@ class PendingInstant:
         }
 
 
+@dataclass(frozen=True)
+class PollPlan:
+    """How often tables are looked at (``watch.*`` settings)."""
+
+    poll_interval_s: float = 5.0
+    """Between looks at an active table (one whose timeline changed within ``idle_after_s``)."""
+    max_poll_interval_s: float = 60.0
+    """The back-off ceiling: the longest time between two looks at an idle table."""
+    idle_after_s: float = 120.0
+    """A table whose timeline has not changed for this long backs off."""
+
+    @classmethod
+    def of(cls, watch: WatchSettings) -> PollPlan:
+        """From the settings; with event notifications, only a slow safety poll (no active phase)."""
+        if watch.events.sqs_queue_url:
+            return cls(watch.poll_interval_s, watch.events.safety_poll_s, idle_after_s=0.0)
+        return cls(watch.poll_interval_s, watch.max_poll_interval_s, watch.idle_after_s)
+
+    def next_interval(self, watch: TableWatch, now: float, changed: bool) -> float:
+        """The wait before the next look at ``watch``'s table, after a look at ``now``."""
+        if changed or watch.active_at is None:
+            watch.active_at = now
+        if now - watch.active_at < self.idle_after_s:
+            return self.poll_interval_s
+        return min(self.max_poll_interval_s, max(self.poll_interval_s, watch.interval_s) * 2)
+
+
 @dataclass
 class TableWatch:
-    """What the last look at one table found."""
+    """What the last look at one table found, and when to look again."""
 
     signature: frozenset[str] | None = None
     dir_mtime_ms: int | None = None
@@ -82,6 +118,25 @@ class TableWatch:
     pending: list[PendingInstant] = field(default_factory=list)
     reloads: int = 0
     looks: int = 0
+    interval_s: float = 0.0
+    """The wait chosen after the last look (0 before the first)."""
+    next_look_at: float = 0.0
+    """When the table is due to be looked at again (the clock's monotonic seconds)."""
+    active_at: float | None = None
+    """When the timeline was last seen changing (monotonic seconds)."""
+
+    def due(self, now: float, slack_s: float = 0.0) -> bool:
+        return now + slack_s >= self.next_look_at
+
+    def poke(self) -> None:
+        """Look at the table at the next tick (an event says something changed there)."""
+        self.next_look_at = 0.0
+
+    def planned(self, plan: PollPlan, now: float, changed: bool) -> float:
+        """Set the time of the next look after a look at ``now``; return the wait."""
+        self.interval_s = plan.next_interval(self, now, changed)
+        self.next_look_at = now + self.interval_s
+        return self.interval_s
 
 
 def _age_s(table: HoodieTable, instant: Instant, now: float) -> float:
@@ -147,27 +202,32 @@ def _classify(
     return out
 
 
-def look(table: HoodieTable, watch: TableWatch, heartbeat: HeartbeatConfig, lazy: bool) -> bool:
+def look(
+    table: HoodieTable, watch: TableWatch, heartbeat: HeartbeatConfig, lazy: bool, clock: Clock = SYSTEM
+) -> bool:
     """Look at ``table``'s timeline; update ``watch``; True when the timeline changed."""
     watch.looks += 1
-    now = time.time()
+    now = clock.time()
     folder = table.paths.timeline
     changed = True
     if table.fileio.scheme == "file":
         info = table.fileio.info(folder)
         mtime = info.mtime_ms if info is not None else None
         # A folder touched within the last second may change again within the same tick of its
-        # clock: only trust an unchanged, settled modification time.
+        # clock: only trust an unchanged, settled modification time. The folder's time is the
+        # filesystem's, so it is compared with the machine's clock, never a simulated one.
         settled = mtime is not None and (time.time_ns() // 1_000_000 - mtime) > 1_000
         if settled and mtime == watch.dir_mtime_ms and watch.timeline is not None:
             changed = False
         watch.dir_mtime_ms = mtime if settled else None
+    listing: list[FileInfo] | None = None
     if changed:
-        names = frozenset(e.name for e in table.fileio.list_dir(folder))
+        listing = table.fileio.list_dir(folder)
+        names = frozenset(e.name for e in listing)
         changed = names != watch.signature or watch.timeline is None
         watch.signature = names
     if changed:
-        watch.timeline = table.reload()
+        watch.timeline = table.reload(listing)
         watch.candidates = _candidates(table, watch.timeline, lazy)
         watch.restoring = bool(watch.timeline.pending().actions(Action.RESTORE))
         watch.reloads += 1

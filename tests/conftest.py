@@ -14,7 +14,13 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["tests.servers.zookeeper", "tests.servers.dynamodb", "tests.servers.s3"]
+pytest_plugins = [
+    "tests.servers.zookeeper",
+    "tests.servers.dynamodb",
+    "tests.servers.s3",
+    "tests.servers.counted_aws",
+    "tests.servers.azurite",
+]
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("HTS_SHARED", REPO.parent / "shared"))

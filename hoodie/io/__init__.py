@@ -3,5 +3,6 @@
 from __future__ import annotations
 
 from hoodie.io.fileio import ArrowFileIO, FileInfo, FileIO, LocalFileIO
+from hoodie.io.requests import RequestCounter, counting
 
-__all__ = ["ArrowFileIO", "FileIO", "FileInfo", "LocalFileIO"]
+__all__ = ["ArrowFileIO", "FileIO", "FileInfo", "LocalFileIO", "RequestCounter", "counting"]

@@ -5,7 +5,8 @@ object stores), joined with ``/``. :meth:`FileIO.for_uri` picks the backend by U
 ``file://`` and plain paths get :class:`LocalFileIO`, which can create instant files atomically
 (create-if-absent with a hard link). Object stores have no atomic create-if-absent through
 ``pyarrow.fs``; there :meth:`FileIO.create_new` checks and writes, and relies on the table lock
-exactly as Apache Hudi does on such stores.
+exactly as Apache Hudi does on such stores. Every operation is counted
+(:mod:`hoodie.io.requests`) into the request counters active in the caller's context.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.fs as pafs
+
+from hoodie.io.requests import count
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +62,9 @@ class FileIO(ABC):
         """Return the FileIO for ``uri`` and the path of ``uri`` inside that filesystem.
 
         ``options`` configure the filesystem (for S3: ``endpoint_override``, ``access_key``,
-        ``secret_key``, ``region``, ``scheme``; see ``pyarrow.fs.S3FileSystem``).
+        ``secret_key``, ``region``, ``scheme``; see ``pyarrow.fs.S3FileSystem``; for ``abfs[s]://``
+        ``pyarrow.fs.AzureFileSystem``'s keys, e.g. ``account_name``, ``account_key``,
+        ``blob_storage_authority``).
         """
         if "://" not in uri:
             return LocalFileIO(), os.path.abspath(uri)
@@ -72,6 +77,10 @@ class FileIO(ABC):
             return ArrowFileIO(pafs.S3FileSystem(**options), scheme), path
         if scheme in ("gs", "gcs") and options:
             return ArrowFileIO(pafs.GcsFileSystem(**options), scheme), path
+        if scheme in ("abfs", "abfss"):
+            path, host = azure_path(uri)
+            fs = pafs.AzureFileSystem(**options) if options else pafs.AzureFileSystem(host.split(".", 1)[0])
+            return AzureFileIO(fs, scheme, host), path
         fs, fs_path = pafs.FileSystem.from_uri(uri)
         return ArrowFileIO(fs, scheme), fs_path.rstrip("/")
 
@@ -168,18 +177,22 @@ class ArrowFileIO(FileIO):
         return self._fs
 
     def read_bytes(self, path: str) -> bytes:
+        count("read")
         with self._fs.open_input_stream(path) as f:
             return bytes(f.read())
 
     def read_range(self, path: str, offset: int, length: int) -> bytes:
+        count("read")
         with self._fs.open_input_file(path) as f:
             f.seek(offset)
             return bytes(f.read(length))
 
     def open_input(self, path: str) -> pa.NativeFile:
+        count("open")
         return self._fs.open_input_file(path)
 
     def info(self, path: str) -> FileInfo | None:
+        count("info")
         fi = self._fs.get_file_info(path)
         if fi.type == pafs.FileType.NotFound:
             return None
@@ -196,11 +209,13 @@ class ArrowFileIO(FileIO):
         return FileInfo(fi.path, fi.base_name, 0, mtime, is_dir)
 
     def list_dir(self, path: str) -> list[FileInfo]:
+        count("list")
         sel = pafs.FileSelector(path, allow_not_found=True, recursive=False)
         return [self._to_info(fi) for fi in self._fs.get_file_info(sel)]
 
     def write_bytes(self, path: str, data: bytes) -> None:
         self._ensure_parent(path)
+        count("write")
         with self._fs.open_output_stream(path) as f:
             f.write(data)
 
@@ -211,28 +226,64 @@ class ArrowFileIO(FileIO):
 
     def open_output(self, path: str) -> pa.NativeFile:
         self._ensure_parent(path)
+        count("write")
         return self._fs.open_output_stream(path)
 
     def delete(self, path: str) -> bool:
         if not self.exists(path):
             return False
+        count("delete")
         self._fs.delete_file(path)
         return True
 
     def delete_dir(self, path: str) -> None:
         if self.exists(path):
+            count("delete")
             self._fs.delete_dir(path)
 
     def makedirs(self, path: str) -> None:
+        count("mkdir")
         self._fs.create_dir(path, recursive=True)
 
     def rename(self, src: str, dst: str) -> None:
+        count("rename")
         self._fs.move(src, dst)
 
     def _ensure_parent(self, path: str) -> None:
         parent = path.rsplit("/", 1)[0] if "/" in path else ""
         if parent:
+            count("mkdir")
             self._fs.create_dir(parent, recursive=True)
+
+
+def azure_path(uri: str) -> tuple[str, str]:
+    """``abfs[s]://<container>@<account host>/<path>`` -> (``<container>/<path>``, the account host)."""
+    authority, _, key = uri.split("://", 1)[1].partition("/")
+    container, at, host = authority.partition("@")
+    if not at or not container or not host:
+        raise ValueError(
+            f"{uri}: an Azure URI names its container and account, "
+            "abfs://<container>@<account>.dfs.core.windows.net/<path>"
+        )
+    return (f"{container}/{key}".rstrip("/"), host)
+
+
+class AzureFileIO(ArrowFileIO):
+    """Azure Blob Storage / ADLS Gen2 through ``pyarrow.fs.AzureFileSystem``: paths are
+    ``<container>/<path>``, URIs ``abfs[s]://<container>@<account host>/<path>`` as Hudi writes them."""
+
+    def __init__(self, fs: pafs.FileSystem, scheme: str, host: str) -> None:
+        super().__init__(fs, scheme)
+        self.host = host
+
+    def to_uri(self, path: str) -> str:
+        container, _, key = path.partition("/")
+        return f"{self.scheme}://{container}@{self.host}/{key}"
+
+    def strip_uri(self, uri: str) -> str:
+        if uri.startswith(("abfs://", "abfss://")):
+            return azure_path(uri)[0]
+        return super().strip_uri(uri)
 
 
 class LocalFileIO(ArrowFileIO):
@@ -242,10 +293,12 @@ class LocalFileIO(ArrowFileIO):
         super().__init__(pafs.LocalFileSystem(), "file")
 
     def write_bytes(self, path: str, data: bytes) -> None:
+        count("write")
         tmp = self._write_temp(path, data)
         os.replace(tmp, path)
 
     def create_new(self, path: str, data: bytes) -> None:
+        count("write")
         tmp = self._write_temp(path, data)
         try:
             os.link(tmp, path)  # atomic; fails with FileExistsError if path exists
@@ -263,11 +316,14 @@ class LocalFileIO(ArrowFileIO):
         return tmp
 
     def read_bytes(self, path: str) -> bytes:
+        count("read")
         with open(path, "rb") as f:
             return f.read()
 
     def makedirs(self, path: str) -> None:
+        count("mkdir")
         os.makedirs(path, exist_ok=True)
 
     def rename(self, src: str, dst: str) -> None:
+        count("rename")
         os.replace(src, dst)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from hoodie.errors import InstantExistsError, TimelineError
-from hoodie.io.fileio import FileIO, join
+from hoodie.io.fileio import FileInfo, FileIO, join
 from hoodie.timeline.instant import (
     Action,
     Instant,
@@ -166,11 +166,14 @@ class ActiveTimeline(Timeline):
         self._files = files
 
     @classmethod
-    def load(cls, fileio: FileIO, paths: TablePaths, tz: dt.tzinfo) -> ActiveTimeline:
-        """List the timeline folder and keep each requested time in its highest state."""
+    def load(
+        cls, fileio: FileIO, paths: TablePaths, tz: dt.tzinfo, listing: list[FileInfo] | None = None
+    ) -> ActiveTimeline:
+        """List the timeline folder and keep each requested time in its highest state; ``listing``
+        is that folder's listing when the caller has just made it (one listing, not two)."""
         files: dict[tuple[str, Action], _StateFiles] = {}
         best: dict[tuple[str, Action], Instant] = {}
-        for entry in fileio.list_dir(paths.timeline):
+        for entry in fileio.list_dir(paths.timeline) if listing is None else listing:
             if entry.is_dir:
                 continue
             instant = parse_instant_file_name(entry.name, paths.layout)
