@@ -32,8 +32,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from hoodie.errors import HoodieError, InvalidInputError, TableNotFoundError, TimelineError
 from service import fleet, schemas, views
 from service.console import mount_console
-from service.daemon import TRIGGERABLE, Daemon
+from service.daemon import Daemon
 from service.errors import BadRequest, Conflict, NotFound, ServiceError
+from service.operations import TRIGGERABLE
 from service.schemas import (
     INSTANT_PATTERN,
     RUN_ID_MAX,

@@ -34,6 +34,7 @@ from hoodie.config.table_config import TableKeys
 from hoodie.errors import InvalidInputError, UnsupportedTableError
 from hoodie.file_group.file_slice import FileGroupId
 from hoodie.file_group.view import FileSystemView
+from hoodie.index.java_hash import java_string_hash
 from hoodie.io.fileio import join
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant_time import MILLIS_FORMAT_LENGTH, normalize
@@ -197,15 +198,6 @@ def is_expired(reference_time: str, ttl_ms: int, instant_time: str, tz: dt.tzinf
 # -- Java's HashMap order ----------------------------------------------------------------------------
 
 
-def _java_hash(value: str) -> int:
-    """``String.hashCode`` over UTF-16 code units, as an unsigned 32-bit int."""
-    h = 0
-    data = value.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h
-
-
 def java_hash_map_order(keys: Sequence[str]) -> list[str]:
     """The iteration order of a ``java.util.HashMap`` the keys were put into in this order (the map
     ``KeepByTimeStrategy`` collects last commit times into, whose order its limit then follows):
@@ -216,7 +208,7 @@ def java_hash_map_order(keys: Sequence[str]) -> list[str]:
         capacity *= 2
 
     def bucket(key: str) -> int:
-        h = _java_hash(key)
+        h = java_string_hash(key) & 0xFFFFFFFF  # as Java's >>> sees it
         return (h ^ (h >> 16)) & (capacity - 1)
 
     return [k for _, k in sorted(enumerate(keys), key=lambda item: (bucket(item[1]), item[0]))]

@@ -23,9 +23,9 @@ import yaml
 from prometheus_client.metrics import MetricWrapperBase
 from prometheus_client.parser import text_string_to_metric_families
 
-from service.daemon import TRIGGERABLE
 from service.locks.base import LockState
 from service.metrics import Metrics
+from service.operations import TRIGGERABLE
 from service.store import RunState
 from tests.daemon.helpers import ServeProcess, mor_table, request_compaction, wait_for
 from tests.tables import new_table

@@ -25,7 +25,8 @@ import pytest
 from hoodie.config.table_config import TableType
 from hoodie.services.base import KNOWN_SERVICES, LocalRunner, ServiceContext, service_named
 from hoodie.table import HoodieTable
-from hoodie.transaction.lock import LockError
+from hoodie.transaction.lock import InProcessLockProvider, LockError
+from hoodie.transaction.time_generator import WaitBasedTimeGenerator
 from hoodie.write.options import WriteOperation
 from hoodie.write.writer import HoodieWriter
 from service.locks import ZOOKEEPER
@@ -175,6 +176,16 @@ def _indexing(path: Path, metadata_table: bool) -> dict[str, str]:
     }
 
 
+def _ttl(path: Path, metadata_table: bool) -> dict[str, str]:
+    """Partitions last written ten days ago (a writer clock of the table's own), kept for one day."""
+    table = new_table(path, metadata_table=metadata_table)
+    lock = InProcessLockProvider(table.base_path)
+    ten_days_ago = lambda: int(time.time() * 1000) - 10 * 24 * 3600 * 1000  # noqa: E731
+    clock = WaitBasedTimeGenerator(lock, table.tz, clock_ms=ten_days_ago, scope=str(path))
+    HoodieWriter(table, lock=lock, time_source=clock).insert(rows(range(20), 1))
+    return {"hoodie.partition.ttl.strategy.days.retain": "1"}
+
+
 def _metadata(path: Path, metadata_table: bool) -> dict[str, str]:
     _writes(path, metadata_table=metadata_table, upserts=2)
     return {"hoodie.metadata.compact.max.delta.commits": "1"}
@@ -193,6 +204,7 @@ SETUPS: dict[str, tuple[Setup, bool]] = {
     "restore": (_savepointed, False),
     "indexing": (_indexing, True),
     "metadata": (_metadata, True),
+    "ttl": (_ttl, False),
 }
 
 

@@ -31,7 +31,7 @@ from hoodie.timeline.timeline import ActiveTimeline
 from hoodie.transaction.heartbeat import Heartbeat, HeartbeatConfig
 from hoodie.write.options import WriteOptions
 from hoodie.write.writer import HoodieWriter
-from service import cli, daemon, settings, watcher
+from service import cli, operations, settings, watcher
 from tests.tables import Killed, KilledWriter, new_table, rows
 
 
@@ -92,8 +92,8 @@ def test_every_list_of_services_is_the_registrys() -> None:
     assert names(self_scheduled=True) == settings.SERVICES
     assert names(daemon_runs=True) == settings.RUN_BY_DAEMON
     assert set(names(daemon_executes=True)) == watcher.EXECUTABLE
-    assert names(triggerable=True) == daemon.TRIGGERABLE
-    assert daemon.RUN_NOW == ("archival", "metadata", "ttl") == names(plans_on_timeline=False)
+    assert names(triggerable=True) == operations.TRIGGERABLE
+    assert operations.RUN_NOW == ("archival", "metadata", "ttl") == names(plans_on_timeline=False)
     assert SERVICE_OPERATIONS == registry.ALL
     assert README_COLUMNS[2:] == tuple(k for k in registry.ALL if k != ServiceKind.METADATA)
 

@@ -88,12 +88,12 @@ def table_hash(path: Path) -> dict[str, str]:
 
 
 def test_java_string_hash_and_hash_map_order() -> None:
-    from hoodie.services.ttl_strategy import _java_hash
+    from hoodie.index.java_hash import java_string_hash
 
-    assert _java_hash("hello") == 99162322  # "hello".hashCode() in Java
-    assert _java_hash("p0") == 112 * 31 + 48
-    assert _java_hash("Aa") == _java_hash("BB") == 2112  # Java's well-known collision
-    assert _java_hash("polygenelubricants") == 0x80000000  # Integer.MIN_VALUE in Java (overflow)
+    assert java_string_hash("hello") == 99162322  # "hello".hashCode() in Java
+    assert java_string_hash("p0") == 112 * 31 + 48
+    assert java_string_hash("Aa") == java_string_hash("BB") == 2112  # Java's well-known collision
+    assert java_string_hash("polygenelubricants") == -(1 << 31)  # Integer.MIN_VALUE in Java (overflow)
     # 'b' (98) falls in bucket 2, 'a' (97) in bucket 1 of a 16-bucket table: iteration puts 'a' first.
     assert java_hash_map_order(["b", "a"]) == ["a", "b"]
     # 20 keys resize the table to 32 buckets. The order below is what Java 21 printed for
