@@ -3,9 +3,14 @@
 Paths are strings in the filesystem's own namespace (``/abs/path`` locally, ``bucket/key`` on
 object stores), joined with ``/``. :meth:`FileIO.for_uri` picks the backend by URI scheme;
 ``file://`` and plain paths get :class:`LocalFileIO`, which can create instant files atomically
-(create-if-absent with a hard link). Object stores have no atomic create-if-absent through
-``pyarrow.fs``; there :meth:`FileIO.create_new` checks and writes, and relies on the table lock
-exactly as Apache Hudi does on such stores.
+(create-if-absent with a hard link). Object stores have no rename and ``pyarrow.fs`` has no
+create-if-absent, so :meth:`FileIO.create_new` on them (every timeline transition) is a
+:class:`ConditionalPut` where one is registered for the scheme and the store supports it: one PUT
+that the store refuses if the object exists (S3's ``If-None-Match: *``). ``hoodie`` talks to no
+object-store SDK itself; the implementation is registered from outside with
+:func:`register_conditional_put` (``jobs.objectstore`` registers S3's when ``jobs`` is imported).
+Without one, ``create_new`` checks and then writes, and the exclusion comes from the table lock,
+as in Apache Hudi on stores without conditional writes.
 """
 
 from __future__ import annotations
@@ -14,8 +19,9 @@ import contextlib
 import os
 import uuid
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -49,6 +55,27 @@ def join(*parts: str) -> str:
     return out
 
 
+class ConditionalPut(Protocol):
+    """A store's create-if-absent in one request."""
+
+    def put_if_absent(self, path: str, data: bytes) -> bool:
+        """Write ``data`` at ``path`` (``bucket/key``) unless an object is there (then raise
+        :class:`FileExistsError`, writing nothing). Return False, writing nothing, if the store does
+        not support conditional writes (the caller falls back to check-then-write under the lock)."""
+
+
+ConditionalPutFactory = Callable[[str, Mapping[str, Any]], ConditionalPut]
+"""Makes the :class:`ConditionalPut` for a URI scheme and the table's ``storage_options``."""
+
+_CONDITIONAL_PUTS: dict[str, ConditionalPutFactory] = {}
+
+
+def register_conditional_put(schemes: Iterable[str], factory: ConditionalPutFactory) -> None:
+    """Use ``factory``'s conditional put for every FileIO :meth:`FileIO.for_uri` makes for ``schemes``."""
+    for scheme in schemes:
+        _CONDITIONAL_PUTS[scheme.lower()] = factory
+
+
 class FileIO(ABC):
     """Minimal storage interface used by the format core."""
 
@@ -68,12 +95,14 @@ class FileIO(ABC):
         if scheme == "file":
             return LocalFileIO(), os.path.abspath(rest)
         path = rest.rstrip("/")
+        factory = _CONDITIONAL_PUTS.get(scheme)
+        put = factory(scheme, options) if factory is not None else None
         if scheme in ("s3", "s3a") and options:
-            return ArrowFileIO(pafs.S3FileSystem(**options), scheme), path
+            return ArrowFileIO(pafs.S3FileSystem(**options), scheme, put), path
         if scheme in ("gs", "gcs") and options:
-            return ArrowFileIO(pafs.GcsFileSystem(**options), scheme), path
+            return ArrowFileIO(pafs.GcsFileSystem(**options), scheme, put), path
         fs, fs_path = pafs.FileSystem.from_uri(uri)
-        return ArrowFileIO(fs, scheme), fs_path.rstrip("/")
+        return ArrowFileIO(fs, scheme, put), fs_path.rstrip("/")
 
     # -- reading ------------------------------------------------------------------------------
     @abstractmethod
@@ -159,9 +188,12 @@ class FileIO(ABC):
 class ArrowFileIO(FileIO):
     """FileIO over any ``pyarrow.fs.FileSystem`` (S3, GCS, HDFS, local)."""
 
-    def __init__(self, fs: pafs.FileSystem, scheme: str = "file") -> None:
+    def __init__(
+        self, fs: pafs.FileSystem, scheme: str = "file", conditional_put: ConditionalPut | None = None
+    ) -> None:
         self._fs = fs
         self.scheme = scheme
+        self.conditional_put = conditional_put
 
     @property
     def arrow_fs(self) -> pafs.FileSystem:
@@ -201,7 +233,9 @@ class ArrowFileIO(FileIO):
             f.write(data)
 
     def create_new(self, path: str, data: bytes) -> None:
-        if self.exists(path):
+        if self.conditional_put is not None and self.conditional_put.put_if_absent(path, data):
+            return
+        if self.exists(path):  # no conditional write here: the table lock excludes other writers
             raise FileExistsError(path)
         self.write_bytes(path, data)
 
