@@ -51,17 +51,7 @@ class Lake:
 
     def copy(self, name: str) -> str:
         """A server-side copy of the template at ``e2e/<name>`` (straight to moto); its URI."""
-        client = self.direct.client()
-        try:
-            pages = client.get_paginator("list_objects_v2").paginate(Bucket="lake", Prefix=f"{TEMPLATE}/")
-            for page in pages:
-                for obj in page.get("Contents", []):
-                    target = f"e2e/{name}/" + obj["Key"][len(TEMPLATE) + 1 :]
-                    client.copy_object(
-                        Bucket="lake", Key=target, CopySource={"Bucket": "lake", "Key": obj["Key"]}
-                    )
-        finally:
-            client.close()
+        self.direct.copy_prefix(TEMPLATE, f"e2e/{name}")
         return f"s3://lake/e2e/{name}"
 
     @property

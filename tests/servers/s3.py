@@ -57,6 +57,21 @@ class S3Endpoint:
         """The same endpoint as the AWS environment variables every part honours."""
         return {**_DUMMY_ENV, "AWS_ENDPOINT_URL": self.endpoint_url, "AWS_REGION": self.region}
 
+    def copy_prefix(self, source: str, target: str) -> None:
+        """Copy every object under ``source/`` to ``target/`` in the bucket, server-side."""
+        client = self.client()
+        try:
+            for page in client.get_paginator("list_objects_v2").paginate(
+                Bucket=self.bucket, Prefix=f"{source}/"
+            ):
+                for obj in page.get("Contents", []):
+                    key = f"{target}/{obj['Key'][len(source) + 1 :]}"
+                    client.copy_object(
+                        Bucket=self.bucket, Key=key, CopySource={"Bucket": self.bucket, "Key": obj["Key"]}
+                    )
+        finally:
+            client.close()
+
     def behind(self, proxy: S3Proxy) -> S3Endpoint:
         """This endpoint reached through ``proxy``."""
         return S3Endpoint(proxy.url, self.bucket, self.region)
