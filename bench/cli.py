@@ -51,7 +51,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     p.add_argument(
         "--only",
-        choices=["read", "compaction", "clustering", "clean", "planning", "metadata", "daemon"],
+        choices=["read", "compaction", "s3", "clustering", "clean", "planning", "metadata", "daemon"],
         action="append",
         help="run only these sections (repeatable; default: all)",
     )
@@ -95,10 +95,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not 0 < updates <= rows:
         raise SystemExit("--updates must be between 1 and --rows")
     started = time.perf_counter()
-    order = ("read", "compaction", "clustering", "clean", "planning", "metadata", "daemon")
+    order = ("read", "compaction", "s3", "clustering", "clean", "planning", "metadata", "daemon")
     sections = set(args.only or order)
     print(f"hts benchmarks: {', '.join(s for s in order if s in sections)}")
-    if sections & {"read", "compaction"}:
+    if sections & {"read", "compaction", "s3"}:
         print(
             f"data: MERGE_ON_READ v8, 1 file group, {rows:,} rows x "
             f"{len(bench_data.DATA_SCHEMA)} data columns (+5 meta), "
@@ -108,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"python {platform.python_version()}, pyarrow {pa.__version__}, hudi-rs {hudi.__version__}, "
         f"{_cpus()} CPU(s)"
     )
-    if sections & {"read", "compaction"}:
+    if sections & {"read", "compaction", "s3"}:
         status = data_sections(args, sections, rows, updates)
         if status:
             return status
@@ -146,7 +146,28 @@ def data_sections(args: argparse.Namespace, sections: set[str], rows: int, updat
         read_section(args, data)
     if "compaction" in sections:
         compaction_section(args, data)
+    if "s3" in sections:
+        s3_section(args, data)
     return 0
+
+
+def s3_section(args: argparse.Namespace, data: bench_data.BenchData) -> None:
+    from bench import s3
+
+    repeat = min(args.repeat, 2)
+    t = s3.time_s3_compaction(data, repeat, args.cache_dir / "scratch")
+    print(
+        f"\ncompaction of the same file group on S3 (moto's emulator behind the counting proxy, "
+        f"{t.latency_s * 1000:.0f} ms per request), in process, best of {repeat}:"
+    )
+    for phase, counts in (("scheduling", t.schedule_requests), ("executing", t.execute_requests)):
+        ops = ", ".join(f"{op} {n}" for op, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+        print(f"  S3 requests {phase} one compaction: {sum(counts.values())} ({ops})")
+    s3_best, local_best = min(t.s3_seconds), min(t.local_seconds)
+    print(f"  {s3_best:7.3f}s best  ({' '.join(f'{x:.2f}' for x in t.s3_seconds)})  executing on S3")
+    local_runs = " ".join(f"{x:.2f}" for x in t.local_seconds)
+    print(f"  {local_best:7.3f}s best  ({local_runs})  executing on local disk")
+    print(f"  S3 / local disk: {s3_best / local_best:.2f}x")
 
 
 def daemon_section(args: argparse.Namespace) -> None:

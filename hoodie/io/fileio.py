@@ -185,6 +185,10 @@ class FileIO(ABC):
         return uri
 
 
+_OBJECT_STORES = frozenset({"s3", "gcs", "abfs"})
+"""``pyarrow.fs.FileSystem.type_name`` of the stores where a key's parent "directory" is implied."""
+
+
 class ArrowFileIO(FileIO):
     """FileIO over any ``pyarrow.fs.FileSystem`` (S3, GCS, HDFS, local)."""
 
@@ -260,6 +264,10 @@ class ArrowFileIO(FileIO):
         self._fs.move(src, dst)
 
     def _ensure_parent(self, path: str) -> None:
+        # Object stores have no directories: a key needs no parent, and pyarrow's create_dir would
+        # cost a HEAD of the bucket and a PUT of an empty marker object per ancestor on every write.
+        if self._fs.type_name in _OBJECT_STORES:
+            return
         parent = path.rsplit("/", 1)[0] if "/" in path else ""
         if parent:
             self._fs.create_dir(parent, recursive=True)
