@@ -167,6 +167,7 @@ def s3_section(args: argparse.Namespace, data: bench_data.BenchData) -> None:
     print(f"  {s3_best:7.3f}s best  ({' '.join(f'{x:.2f}' for x in t.s3_seconds)})  executing on S3")
     local_runs = " ".join(f"{x:.2f}" for x in t.local_seconds)
     print(f"  {local_best:7.3f}s best  ({local_runs})  executing on local disk")
+    print(f"  {t.s3_seconds_no_latency:7.3f}s        executing on S3 without the added latency")
     print(f"  S3 / local disk: {s3_best / local_best:.2f}x")
 
 

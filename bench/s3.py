@@ -33,6 +33,7 @@ class S3Compaction:
     schedule_requests: Counter[str]
     execute_requests: Counter[str]
     s3_seconds: list[float]
+    s3_seconds_no_latency: float
     local_seconds: list[float]
 
 
@@ -100,6 +101,15 @@ def time_s3_compaction(data: BenchData, repeat: int, scratch: Path) -> S3Compact
                 local = _copy(data, scratch / "s3-local")
                 local_seconds.append(_compact(str(local), {}, data.compression, lambda: None))
                 shutil.rmtree(local, ignore_errors=True)
+            # Once more without the added latency: what the emulator and the proxy cost by themselves.
+            proxy.latency_s = 0.0
+            prefix = f"{BUCKET}/bench/no-latency"
+            local_fs = pafs.LocalFileSystem()
+            pafs.copy_files(
+                str(data.table_path), prefix, source_filesystem=local_fs, destination_filesystem=direct
+            )
+            no_latency = _compact(f"s3://{prefix}", _options(proxy.url), data.compression, lambda: None)
+            direct.delete_dir(prefix)
         finally:
             proxy.close()
-    return S3Compaction(LATENCY_S, scheduling, executing, s3_seconds, local_seconds)
+    return S3Compaction(LATENCY_S, scheduling, executing, s3_seconds, no_latency, local_seconds)

@@ -19,7 +19,7 @@ def test_the_s3_section_counts_the_requests_of_one_compaction(
     cache = tmp_path_factory.mktemp("bench-cache")
     small = bench_data.ensure(5_000, 500, cache_dir=cache, log=lambda _msg: None)
     t = time_s3_compaction(small, 1, Path(cache) / "scratch")
-    assert len(t.s3_seconds) == len(t.local_seconds) == 1
+    assert len(t.s3_seconds) == len(t.local_seconds) == 1 and t.s3_seconds_no_latency > 0
     assert t.schedule_requests["PUT"] == 1, t.schedule_requests  # the REQUESTED plan, nothing else
     assert t.execute_requests["GET"] > 0 and t.execute_requests["PUT"] > 0, t.execute_requests
     assert "LIST" in t.execute_requests

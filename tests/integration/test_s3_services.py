@@ -251,4 +251,8 @@ def test_spark_executors_reach_s3_with_the_tables_storage_options(lake: Lake, sp
         s for s in lake.proxy.seen() if s.op in ("PUT", "CREATE_MULTIPART") and s.path.endswith(".parquet")
     ]
     assert parquet_puts, "the executors wrote base files to S3"
+    # The executors create their marker files with the conditional PUT too (importing jobs there
+    # registered it with hoodie's FileIO).
+    markers = [s for s in lake.proxy.seen() if ".marker." in s.path]
+    assert markers and {s.if_none_match for s in markers} == {"*"}, markers
     _assert_both_read(lake, uri)
