@@ -22,7 +22,7 @@ DEFAULT_ROWS = 2_000_000
 UPDATE_FRACTION = 0.10
 #: The benchmark's sections, in the order they run.
 SECTIONS = (
-    "read", "compaction", "clustering", "clean", "planning", "metadata", "daemon", "watch", "scaleout",
+    "read", "compaction", "s3", "clustering", "clean", "planning", "metadata", "daemon", "watch", "scaleout",
     "console",
 )  # fmt: skip
 #: Targets: ours/floor time, ours/hudi-rs time, ours peak RSS over the merged slice's Arrow size.
@@ -109,7 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     order = SECTIONS
     sections = set(args.only or order)
     print(f"hts benchmarks: {', '.join(s for s in order if s in sections)}")
-    if sections & {"read", "compaction"}:
+    if sections & {"read", "compaction", "s3"}:
         print(
             f"data: MERGE_ON_READ v8, 1 file group, {rows:,} rows x "
             f"{len(bench_data.DATA_SCHEMA)} data columns (+5 meta), "
@@ -119,7 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"python {platform.python_version()}, pyarrow {pa.__version__}, hudi-rs {hudi.__version__}, "
         f"{_cpus()} CPU(s)"
     )
-    if sections & {"read", "compaction"}:
+    if sections & {"read", "compaction", "s3"}:
         status = data_sections(args, sections, rows, updates)
         if status:
             return status
@@ -163,7 +163,29 @@ def data_sections(args: argparse.Namespace, sections: set[str], rows: int, updat
         read_section(args, data)
     if "compaction" in sections:
         compaction_section(args, data)
+    if "s3" in sections:
+        s3_section(args, data)
     return 0
+
+
+def s3_section(args: argparse.Namespace, data: bench_data.BenchData) -> None:
+    from bench import s3
+
+    repeat = min(args.repeat, 2)
+    t = s3.time_s3_compaction(data, repeat, args.cache_dir / "scratch")
+    print(
+        f"\ncompaction of the same file group on S3 (moto's emulator behind the counting proxy, "
+        f"{t.latency_s * 1000:.0f} ms per request), in process, best of {repeat}:"
+    )
+    for phase, counts in (("scheduling", t.schedule_requests), ("executing", t.execute_requests)):
+        ops = ", ".join(f"{op} {n}" for op, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+        print(f"  S3 requests {phase} one compaction: {sum(counts.values())} ({ops})")
+    s3_best, local_best = min(t.s3_seconds), min(t.local_seconds)
+    print(f"  {s3_best:7.3f}s best  ({' '.join(f'{x:.2f}' for x in t.s3_seconds)})  executing on S3")
+    local_runs = " ".join(f"{x:.2f}" for x in t.local_seconds)
+    print(f"  {local_best:7.3f}s best  ({local_runs})  executing on local disk")
+    print(f"  {t.s3_seconds_no_latency:7.3f}s        executing on S3 without the added latency")
+    print(f"  S3 / local disk: {s3_best / local_best:.2f}x")
 
 
 def scaleout_section(args: argparse.Namespace) -> None:

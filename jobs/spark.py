@@ -80,6 +80,9 @@ def _apply(module: str, name: str, threads: int) -> Any:
         # PySpark sets OMP_NUM_THREADS to spark.task.cpus in Python workers, and Arrow sizes its
         # thread pool from it; a job with fewer tasks than cores gives each task its share.
         pa.set_cpu_count(threads)
+        # This closure is pickled by value, so nothing has imported ``jobs`` on the executor yet:
+        # importing it registers S3's conditional PUT with hoodie's FileIO there too.
+        importlib.import_module("jobs.objectstore").install()
         fn = getattr(importlib.import_module(module), name)
         for batch in batches:
             results = []

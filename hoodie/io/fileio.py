@@ -3,9 +3,14 @@
 Paths are strings in the filesystem's own namespace (``/abs/path`` locally, ``bucket/key`` on
 object stores), joined with ``/``. :meth:`FileIO.for_uri` picks the backend by URI scheme;
 ``file://`` and plain paths get :class:`LocalFileIO`, which can create instant files atomically
-(create-if-absent with a hard link). Object stores have no atomic create-if-absent through
-``pyarrow.fs``; there :meth:`FileIO.create_new` checks and writes, and relies on the table lock
-exactly as Apache Hudi does on such stores. Every operation is counted
+(create-if-absent with a hard link). Object stores have no rename and ``pyarrow.fs`` has no
+create-if-absent, so :meth:`FileIO.create_new` on them (every timeline transition) is a
+:class:`ConditionalPut` where one is registered for the scheme and the store supports it: one PUT
+that the store refuses if the object exists (S3's ``If-None-Match: *``). ``hoodie`` talks to no
+object-store SDK itself; the implementation is registered from outside with
+:func:`register_conditional_put` (``jobs.objectstore`` registers S3's when ``jobs`` is imported).
+Without one, ``create_new`` checks and then writes, and the exclusion comes from the table lock,
+as in Apache Hudi on stores without conditional writes. Every operation is counted
 (:mod:`hoodie.io.requests`) into the request counters active in the caller's context.
 """
 
@@ -15,8 +20,9 @@ import contextlib
 import os
 import uuid
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -52,6 +58,27 @@ def join(*parts: str) -> str:
     return out
 
 
+class ConditionalPut(Protocol):
+    """A store's create-if-absent in one request."""
+
+    def put_if_absent(self, path: str, data: bytes) -> bool:
+        """Write ``data`` at ``path`` (``bucket/key``) unless an object is there (then raise
+        :class:`FileExistsError`, writing nothing). Return False, writing nothing, if the store does
+        not support conditional writes (the caller falls back to check-then-write under the lock)."""
+
+
+ConditionalPutFactory = Callable[[str, Mapping[str, Any]], ConditionalPut]
+"""Makes the :class:`ConditionalPut` for a URI scheme and the table's ``storage_options``."""
+
+_CONDITIONAL_PUTS: dict[str, ConditionalPutFactory] = {}
+
+
+def register_conditional_put(schemes: Iterable[str], factory: ConditionalPutFactory) -> None:
+    """Use ``factory``'s conditional put for every FileIO :meth:`FileIO.for_uri` makes for ``schemes``."""
+    for scheme in schemes:
+        _CONDITIONAL_PUTS[scheme.lower()] = factory
+
+
 class FileIO(ABC):
     """Minimal storage interface used by the format core."""
 
@@ -73,16 +100,18 @@ class FileIO(ABC):
         if scheme == "file":
             return LocalFileIO(), os.path.abspath(rest)
         path = rest.rstrip("/")
+        factory = _CONDITIONAL_PUTS.get(scheme)
+        put = factory(scheme, options) if factory is not None else None
         if scheme in ("s3", "s3a") and options:
-            return ArrowFileIO(pafs.S3FileSystem(**options), scheme), path
+            return ArrowFileIO(pafs.S3FileSystem(**options), scheme, put), path
         if scheme in ("gs", "gcs") and options:
-            return ArrowFileIO(pafs.GcsFileSystem(**options), scheme), path
+            return ArrowFileIO(pafs.GcsFileSystem(**options), scheme, put), path
         if scheme in ("abfs", "abfss"):
             path, host = azure_path(uri)
             fs = pafs.AzureFileSystem(**options) if options else pafs.AzureFileSystem(host.split(".", 1)[0])
             return AzureFileIO(fs, scheme, host), path
         fs, fs_path = pafs.FileSystem.from_uri(uri)
-        return ArrowFileIO(fs, scheme), fs_path.rstrip("/")
+        return ArrowFileIO(fs, scheme, put), fs_path.rstrip("/")
 
     # -- reading ------------------------------------------------------------------------------
     @abstractmethod
@@ -165,12 +194,19 @@ class FileIO(ABC):
         return uri
 
 
+_OBJECT_STORES = frozenset({"s3", "gcs", "abfs"})
+"""``pyarrow.fs.FileSystem.type_name`` of the stores where a key's parent "directory" is implied."""
+
+
 class ArrowFileIO(FileIO):
     """FileIO over any ``pyarrow.fs.FileSystem`` (S3, GCS, HDFS, local)."""
 
-    def __init__(self, fs: pafs.FileSystem, scheme: str = "file") -> None:
+    def __init__(
+        self, fs: pafs.FileSystem, scheme: str = "file", conditional_put: ConditionalPut | None = None
+    ) -> None:
         self._fs = fs
         self.scheme = scheme
+        self.conditional_put = conditional_put
 
     @property
     def arrow_fs(self) -> pafs.FileSystem:
@@ -220,7 +256,9 @@ class ArrowFileIO(FileIO):
             f.write(data)
 
     def create_new(self, path: str, data: bytes) -> None:
-        if self.exists(path):
+        if self.conditional_put is not None and self.conditional_put.put_if_absent(path, data):
+            return
+        if self.exists(path):  # no conditional write here: the table lock excludes other writers
             raise FileExistsError(path)
         self.write_bytes(path, data)
 
@@ -250,6 +288,10 @@ class ArrowFileIO(FileIO):
         self._fs.move(src, dst)
 
     def _ensure_parent(self, path: str) -> None:
+        # Object stores have no directories: a key needs no parent, and pyarrow's create_dir would
+        # cost a HEAD of the bucket and a PUT of an empty marker object per ancestor on every write.
+        if self._fs.type_name in _OBJECT_STORES:
+            return
         parent = path.rsplit("/", 1)[0] if "/" in path else ""
         if parent:
             count("mkdir")

@@ -41,11 +41,12 @@ import hashlib
 import json
 import os
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from hoodie.transaction.lock import LockError
+from jobs.objectstore import s3_client
 
 __all__ = [
     "LOCKS_FOLDER",
@@ -57,6 +58,7 @@ __all__ = [
     "PreconditionFailed",
     "S3LockFileStore",
     "StoreUnavailable",
+    "s3_client",
 ]
 
 LOCKS_FOLDER = ".hoodie/.locks"  # HoodieTableMetaClient.LOCKS_FOLDER_NAME
@@ -204,46 +206,6 @@ def _refuse_if_denied(error: Any, doing: str) -> None:
     """Errors no retry will cure (no bucket, bad credentials, denied) fail at once, naming the store."""
     if _code(error) == "NoSuchBucket" or _status(error) in (400, 401, 403):
         raise LockError(f"{doing}: {error}") from error
-
-
-def s3_client(
-    *, storage_options: Mapping[str, Any], credentials: tuple[str, str, str | None] | None, timeout_s: float
-) -> Any:
-    """A boto3 S3 client: pyarrow ``S3FileSystem`` keys in ``storage_options`` (``endpoint_override``,
-    ``access_key``, ``secret_key``, ``session_token``, ``region``, ``scheme``), then Hudi's
-    ``hoodie.aws.*`` credentials, then boto3's chain (``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``,
-    ``AWS_REGION`` ...). Calls time out after ``timeout_s`` (Hudi: validity / 5), without SDK retries:
-    the lock retries on its own schedule."""
-    import boto3
-    from botocore.config import Config
-
-    key_id, secret, token = credentials or (None, None, None)
-    key_id = storage_options.get("access_key") or key_id
-    secret = storage_options.get("secret_key") or secret
-    token = storage_options.get("session_token") or token
-    # Hudi: the default region chain, else us-east-1.
-    region = (
-        storage_options.get("region")
-        or os.environ.get("AWS_REGION")
-        or os.environ.get("AWS_DEFAULT_REGION")
-        or "us-east-1"
-    )
-    endpoint = storage_options.get("endpoint_override")
-    if endpoint and "://" not in str(endpoint):
-        endpoint = f"{storage_options.get('scheme') or 'https'}://{endpoint}"
-    session = boto3.session.Session(
-        aws_access_key_id=key_id,
-        aws_secret_access_key=secret,
-        aws_session_token=token,
-        region_name=region,
-    )
-    config = Config(
-        connect_timeout=timeout_s,
-        read_timeout=timeout_s,
-        retries={"max_attempts": 1, "mode": "standard"},
-        s3={"addressing_style": "path"} if endpoint else None,
-    )
-    return session.client("s3", endpoint_url=endpoint or None, config=config)
 
 
 # -- the local filesystem -----------------------------------------------------------------------

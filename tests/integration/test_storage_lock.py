@@ -13,12 +13,10 @@ directly from a config here to keep every test within a few seconds).
 from __future__ import annotations
 
 import ast
-import contextlib
 import json
 import os
 import queue
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -35,6 +33,7 @@ from hoodie.transaction.lock import LockError, locked
 from service.locks.base import LockState
 from service.locks.storage import StorageBasedLockProvider, StorageLockConfig, lock_file_uri
 from service.locks.storage_files import LockData, PreconditionFailed
+from tests.servers.proxy import S3Proxy
 from tests.servers.s3 import S3Endpoint
 
 VALIDITY_MS = 1500
@@ -108,51 +107,6 @@ class Process:
         self.proc.wait(10)
         if self.proc.stdout is not None:
             self.proc.stdout.close()
-
-
-class CuttableProxy:
-    """A TCP forwarder to the S3 endpoint whose cut makes the store unreachable."""
-
-    def __init__(self, target: str) -> None:
-        host_port = target.split("://", 1)[1]
-        self.target = (host_port.split(":")[0], int(host_port.split(":")[1]))
-        self.listener = socket.socket()
-        self.listener.bind(("127.0.0.1", 0))
-        self.listener.listen(16)
-        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
-        self.sockets: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            upstream = socket.create_connection(self.target)
-            self.sockets += [client, upstream]
-            threading.Thread(target=self._pump, args=(client, upstream), daemon=True).start()
-            threading.Thread(target=self._pump, args=(upstream, client), daemon=True).start()
-
-    @staticmethod
-    def _pump(src: socket.socket, dst: socket.socket) -> None:
-        try:
-            while data := src.recv(65536):
-                dst.sendall(data)
-        except OSError:
-            pass
-        finally:
-            for s in (src, dst):
-                with contextlib.suppress(OSError):
-                    s.shutdown(socket.SHUT_RDWR)
-                s.close()
-
-    def cut(self) -> None:
-        self.listener.close()
-        for s in self.sockets:
-            with contextlib.suppress(OSError):
-                s.shutdown(socket.SHUT_RDWR)
-            s.close()
 
 
 @dataclass
@@ -341,7 +295,7 @@ def test_a_takeover_while_held_loses_the_lock_and_release_leaves_it_alone(site: 
 
 def test_renewals_failing_until_the_validity_runs_out_lose_the_lock(s3: S3Endpoint) -> None:
     site = Site(f"s3://{s3.bucket}/{uuid.uuid4().hex}/trips", s3)
-    proxy = CuttableProxy(s3.endpoint_url)
+    proxy = S3Proxy(s3.endpoint_url)
     hts = site.hts(proxy.url)
     states: list[tuple[LockState, int]] = []
     hts.add_state_listener(lambda s: states.append((s, now_ms())))
