@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from service.health import REASONS
 from service.settings import Policy
 from service.store import RunKind, RunState, RunTrigger
 
@@ -107,19 +108,7 @@ class TablePaused(Paused):
 class HealthReason(_Body):
     """One thing that costs a table health points (``service.health``)."""
 
-    code: Literal[
-        "table_error",
-        "compaction_backlog",
-        "log_files_per_slice",
-        "clean_lag",
-        "archival_lag",
-        "savepoint_holds_clean",
-        "savepoint_holds_archival",
-        "dead_heartbeat",
-        "gave_up",
-        "repeated_failures",
-        "suspended",
-    ]
+    code: str = Field(json_schema_extra={"enum": list(REASONS)}, description="What lowers the score")
     penalty: int = Field(ge=0, le=100, description="Points the score loses for it")
     message: str
     value: float | None = Field(description="What was measured (commits, log files, failures, ...)")

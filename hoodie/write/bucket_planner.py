@@ -255,6 +255,13 @@ class BucketLayout:
 
     def plan_bulk_insert(self, prepared: PreparedInput) -> list[Bucket]:
         """bulk_insert: a new file group per bucket written; buckets with a file group are refused."""
+        return self._new_file_groups(prepared, refuse_existing=True)
+
+    def plan_overwrite(self, prepared: PreparedInput) -> list[Bucket]:
+        """insert_overwrite: a new file group per bucket written (``SparkBucketIndexPartitioner``)."""
+        return self._new_file_groups(prepared, refuse_existing=False)
+
+    def _new_file_groups(self, prepared: PreparedInput, *, refuse_existing: bool) -> list[Bucket]:
         buckets = self.buckets_of(prepared)
         planned: dict[tuple[str, int], Bucket] = {}
         partitions = prepared.partitions.to_pylist()
@@ -263,7 +270,7 @@ class BucketLayout:
                 continue
             target = planned.get((partition, bucket))
             if target is None:
-                existing = self.groups.get(partition, {}).get(bucket)
+                existing = self.groups.get(partition, {}).get(bucket) if refuse_existing else None
                 if existing is not None:
                     raise UnsupportedTableError(
                         f"{self.table.base_path}: bulk_insert of record key {prepared.keys[i].as_py()!r} "
@@ -272,21 +279,6 @@ class BucketLayout:
                         "would start a second file group of the bucket and its record writer would append "
                         "to this one; write these records with insert or upsert"
                     )
-                target = Bucket("create", partition, new_bucket_file_id(bucket))
-                planned[(partition, bucket)] = target
-            target.rows.append(i)
-        return list(planned.values())
-
-    def plan_overwrite(self, prepared: PreparedInput) -> list[Bucket]:
-        """insert_overwrite: a new file group per bucket written (``SparkBucketIndexPartitioner``)."""
-        buckets = self.buckets_of(prepared)
-        planned: dict[tuple[str, int], Bucket] = {}
-        partitions = prepared.partitions.to_pylist()
-        for i, (partition, bucket) in enumerate(zip(partitions, buckets.tolist(), strict=True)):
-            if prepared.is_delete[i]:
-                continue
-            target = planned.get((partition, bucket))
-            if target is None:
                 target = Bucket("create", partition, new_bucket_file_id(bucket))
                 planned[(partition, bucket)] = target
             target.rows.append(i)

@@ -20,7 +20,7 @@ from urllib.parse import parse_qs
 
 import pytest
 
-from tests.servers.dynamodb import _CLEARED, _DUMMY_ENV, REGION
+from tests.servers.dynamodb import _DUMMY_ENV, REGION, dummy_aws_env
 
 LIST_PARAMS = {
     "list-type",
@@ -119,18 +119,10 @@ def counted_aws() -> Iterator[CountedAws]:
 @pytest.fixture(scope="module")
 def aws() -> Iterator[CountedAws]:
     """moto's S3 + SQS (emulators) in this process, requests counted; bucket ``lake``; dummy credentials."""
-    patch = pytest.MonkeyPatch()
-    try:
-        for name in _CLEARED:
-            patch.delenv(name, raising=False)
-        for name, value in _DUMMY_ENV.items():
-            patch.setenv(name, value)
-        with counted_aws() as endpoint:
-            s3 = endpoint.client("s3")
-            try:
-                s3.create_bucket(Bucket=endpoint.bucket)
-            finally:
-                s3.close()
-            yield endpoint
-    finally:
-        patch.undo()
+    with dummy_aws_env(), counted_aws() as endpoint:
+        s3 = endpoint.client("s3")
+        try:
+            s3.create_bucket(Bucket=endpoint.bucket)
+        finally:
+            s3.close()
+        yield endpoint

@@ -102,16 +102,22 @@ def moto_dynamodb() -> Iterator[DynamoDBEndpoint]:
             proc.wait()
 
 
-@pytest.fixture(scope="session")
-def dynamodb() -> Iterator[DynamoDBEndpoint]:
-    """One emulated DynamoDB endpoint (moto) for the session, with dummy AWS credentials set."""
+@contextmanager
+def dummy_aws_env() -> Iterator[None]:
+    """Dummy AWS credentials and region in the environment (the real ones cleared) while open."""
     patch = pytest.MonkeyPatch()
     try:
         for name in _CLEARED:
             patch.delenv(name, raising=False)
         for name, value in _DUMMY_ENV.items():
             patch.setenv(name, value)
-        with moto_dynamodb() as endpoint:
-            yield endpoint
+        yield
     finally:
         patch.undo()
+
+
+@pytest.fixture(scope="session")
+def dynamodb() -> Iterator[DynamoDBEndpoint]:
+    """One emulated DynamoDB endpoint (moto) for the session, with dummy AWS credentials set."""
+    with dummy_aws_env(), moto_dynamodb() as endpoint:
+        yield endpoint

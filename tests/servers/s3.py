@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.servers.dynamodb import _CLEARED, _DUMMY_ENV, REGION, moto_dynamodb
+from tests.servers.dynamodb import _DUMMY_ENV, REGION, dummy_aws_env, moto_dynamodb
 from tests.servers.proxy import S3Proxy
 
 LATENCY_S = float(os.environ.get("HTS_TEST_S3_LATENCY_MS", "20")) / 1000
@@ -106,22 +106,14 @@ class SlowS3:
 @pytest.fixture(scope="session")
 def s3() -> Iterator[S3Endpoint]:
     """One emulated S3 endpoint (moto) for the session, bucket ``lake`` created, dummy credentials set."""
-    patch = pytest.MonkeyPatch()
-    try:
-        for name in _CLEARED:
-            patch.delenv(name, raising=False)
-        for name, value in _DUMMY_ENV.items():
-            patch.setenv(name, value)
-        with moto_dynamodb() as server:  # one moto server answers every AWS API it emulates
-            endpoint = S3Endpoint(server.endpoint_url)
-            client = endpoint.client()
-            try:
-                client.create_bucket(Bucket=endpoint.bucket)
-            finally:
-                client.close()
-            yield endpoint
-    finally:
-        patch.undo()
+    with dummy_aws_env(), moto_dynamodb() as server:  # one moto server answers every AWS API it emulates
+        endpoint = S3Endpoint(server.endpoint_url)
+        client = endpoint.client()
+        try:
+            client.create_bucket(Bucket=endpoint.bucket)
+        finally:
+            client.close()
+        yield endpoint
 
 
 @pytest.fixture()
