@@ -32,6 +32,7 @@ from tests.console.browser import (
     fleet_rows,
     page,
     sign_in,
+    tab_order,
     wait,
 )
 from tests.daemon.helpers import ServeProcess, mor_table, request_compaction, wait_for
@@ -93,7 +94,7 @@ def _scores_as_listed(driver: WebDriver, daemon: Daemon) -> list[dict[str, Any]]
         score, *why = cells["Health score"].split("\n")
         assert score == str(table["health_score"]), table["id"]
         worst = table["health_reasons"][0]["message"][:100] if table["health_reasons"] else None
-        assert (why[0][:100] if why else None) == worst, table["id"]
+        assert (why[0][:100] if why else None) == worst and table["error"] is None, table["id"]
     return listed
 
 
@@ -144,6 +145,8 @@ def test_a_failing_table_is_suspended_after_n_failures_and_resumed_from_the_cons
     (row,) = _section_rows(browser, "Failing services")
     assert row == ["compaction", str(SUSPEND_AFTER), "suspended", f"#{last['id']}", last["error"]]
     accessible(browser, "table-suspended", tmp_path)
+    resume = browser.find_element(By.XPATH, "//button[text()='Resume compaction']")
+    assert resume in tab_order(browser), "Resume is reachable by Tab"
 
     def dialog_open(d: WebDriver) -> bool:
         return d.find_element(By.ID, "confirm").get_attribute("open") is not None
