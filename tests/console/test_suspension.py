@@ -136,7 +136,13 @@ def test_a_failing_table_is_suspended_after_n_failures_and_resumed_from_the_cons
     score = listed["flaky"]["health_score"]
     assert score == max(0, 100 - sum(r["penalty"] for r in listed["flaky"]["health_reasons"]))
     assert listed["orders"]["health_score"] == 100 and listed["orders"]["health_reasons"] == []
+    stats = browser.find_elements(By.CSS_SELECTOR, "dl.stats > div")
+    counts = {d.find_element(By.TAG_NAME, "dt").text: d.find_element(By.TAG_NAME, "dd").text for d in stats}
+    assert counts["Suspended"] == "1"
     accessible(browser, "fleet-suspended", tmp_path)
+    # Only the suspended table needs attention (the hash changes: wait for the page drawn again).
+    browser.get(daemon.url + "/#/?trouble=1")
+    wait(browser, lambda d: [c["Table"] for c in fleet_rows(d)] == ["flaky"], "the tables needing attention")
 
     # The suspended table's page, for an operator: the suspension, the failing service, a Resume.
     page(browser, daemon.url + "/#/tables/flaky", "Table flaky")
