@@ -62,6 +62,11 @@ function failuresCell(t) {
   );
 }
 
+/** The worst reason under the score, unless it is the table's error (shown under Notes). */
+function scoreReason(t) {
+  return t.health_reason && t.health_reason !== t.error ? h("div", { class: "why" }, t.health_reason) : "";
+}
+
 function notesCell(t) {
   const notes = [];
   if (t.paused) notes.push(badge("paused"));
@@ -85,7 +90,7 @@ export async function fleetPage(main, params) {
     link(tableHref(t.id), t.id),
     TYPES[t.type] || "",
     badge(t.health),
-    ...(scored ? [[healthScore(t) || "", t.health_reason ? h("div", { class: "why" }, t.health_reason) : ""]] : []),
+    ...(scored ? [[healthScore(t) || "", scoreReason(t)]] : []),
     pendingCell(t),
     runningCell(t),
     failuresCell(t),

@@ -1,7 +1,7 @@
 // Runs: the history with filters, and one run's details and error.
 
 import { actionButton, cancel, retry } from "./actions.js";
-import { api, session } from "./api.js";
+import { api, canAct, session } from "./api.js";
 import { age, badge, costFacts, facts, h, link, pre, runHref, section, table, tableHref, when } from "./ui.js";
 
 const STATES = ["queued", "running", "succeeded", "failed", "cancelled", "skipped", "interrupted"];
@@ -20,7 +20,7 @@ function actionsOf(run) {
 export function runsTable(runs, caption) {
   return table(
     caption,
-    ["Run", "Table", "Service", "Kind", "Instant", "Trigger", "State", "Created", "Took", "Error", ""],
+    ["Run", "Table", "Service", "Kind", "Instant", "Trigger", "State", "Created", "Took", "Error", ...(canAct() ? ["Action"] : [])],
     runs.map((r) => [
       link(runHref(r.id), `#${r.id}`),
       link(tableHref(r.table), r.table),
@@ -32,7 +32,7 @@ export function runsTable(runs, caption) {
       when(r.created_at),
       r.duration_s === null ? "" : age(r.duration_s),
       r.error ? h("span", { class: "why" }, r.error.length > 160 ? r.error.slice(0, 159) + "…" : r.error) : "",
-      actionsOf(r),
+      ...(canAct() ? [actionsOf(r)] : []),
     ]),
     { class: "runs" },
   );

@@ -112,8 +112,12 @@ export async function tablePage(main, id) {
         "Suspended services",
         table(
           "Suspended after repeated failures",
-          ["Service", "Last error", ""],
-          suspended.map((s) => [s.service, pre(s.why), actionButton(`Resume ${s.service}`, () => unsuspend(id, s.service))]),
+          ["Service", "Last error", ...(canAct() ? ["Action"] : [])],
+          suspended.map((s) => [
+            s.service,
+            pre(s.why),
+            ...(canAct() ? [actionButton(`Resume ${s.service}`, () => unsuspend(id, s.service))] : []),
+          ]),
         ),
       ),
     );
@@ -171,13 +175,13 @@ export async function tablePage(main, id) {
       "Running",
       table(
         "Running work",
-        ["Run", "Service", "Instant", "Progress", ""],
+        ["Run", "Service", "Instant", "Progress", ...(canAct() ? ["Action"] : [])],
         d.running.map((r) => [
           r.run ? link(runHref(r.run), `#${r.run}`) : "",
           r.service,
           r.instant ? h("code", {}, r.instant) : "",
           progress(r.tasks_done, r.tasks_total, `${r.service}: file groups done`),
-          r.run ? actionButton(`Cancel run ${r.run}`, () => cancel({ id: r.run, service: r.service, table: id })) : "",
+          ...(canAct() ? [r.run ? actionButton(`Cancel run ${r.run}`, () => cancel({ id: r.run, service: r.service, table: id })) : ""] : []),
         ]),
       ),
     ),

@@ -14,9 +14,12 @@ from selenium import webdriver
 from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.ui import WebDriverWait
+
+from tests.daemon.helpers import ServeProcess
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -35,6 +38,12 @@ FLAGS = (
     "--window-size=1280,900",
 )
 T = TypeVar("T")
+ADMIN = "console-admin-token-0123"
+READER = "console-read-token-01234"
+TOKENS = [
+    {"token": ADMIN, "scope": "admin", "name": "operator"},
+    {"token": READER, "scope": "read", "name": "viewer"},
+]
 
 
 def _require(path: Path, how: str) -> None:
@@ -117,3 +126,41 @@ def tab_order(driver: WebDriver, limit: int = 400) -> list[WebElement]:
             break
         seen.append(focused)
     return seen
+
+
+class Daemon:
+    """``hts serve`` as the console's tests call it: with a token (admin unless told)."""
+
+    def __init__(self, serve: ServeProcess) -> None:
+        self.serve = serve
+        self.url = f"http://127.0.0.1:{serve.port}"
+
+    def get(self, path: str, token: str = ADMIN) -> Any:
+        return self.serve.request("GET", path, headers={"Authorization": f"Bearer {token}"})
+
+    def post(self, path: str, body: Any = None, token: str = ADMIN) -> Any:
+        return self.serve.request("POST", path, body, headers={"Authorization": f"Bearer {token}"})
+
+
+def sign_in(driver: WebDriver, daemon: Daemon, token: str) -> None:
+    """Sign in with ``token`` on a fresh tab session (the sign-in page checked by axe-core)."""
+    driver.get(daemon.url + "/")
+    driver.execute_script("sessionStorage.clear()")
+    page(driver, daemon.url + "/", "Sign in")
+    assert axe_violations(driver) == [], "the sign-in page"
+    driver.find_element(By.ID, "token").send_keys(token + Keys.ENTER)
+    page(driver, daemon.url + "/#/", "Fleet")
+
+
+def accessible(driver: WebDriver, what: str, artifacts: Path) -> None:
+    """A screenshot of the page as ``<artifacts>/<what>.png``, and no serious axe-core violation."""
+    driver.save_screenshot(str(artifacts / f"{what}.png"))
+    assert axe_violations(driver) == [], what
+
+
+def fleet_rows(driver: WebDriver) -> list[dict[str, str]]:
+    """The fleet table's rows as shown: column heading -> the cell's text."""
+    headings = [th.text for th in driver.find_elements(By.CSS_SELECTOR, "#fleet thead th")]
+    rows = driver.find_elements(By.CSS_SELECTOR, "#fleet tbody tr")
+    cells = [[c.text for c in r.find_elements(By.TAG_NAME, "td")] for r in rows]
+    return [dict(zip(headings, texts, strict=True)) for texts in cells]

@@ -17,7 +17,6 @@ import urllib.error
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from selenium.webdriver.common.by import By
@@ -26,25 +25,24 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import Select
 
 from tests.conftest import FIXTURES
-from tests.console.browser import axe_violations, chromium, page, tab_order, wait
+from tests.console.browser import (
+    ADMIN,
+    READER,
+    TOKENS,
+    Daemon,
+    accessible,
+    axe_violations,
+    chromium,
+    fleet_rows,
+    page,
+    sign_in,
+    tab_order,
+    wait,
+)
 from tests.daemon.helpers import ServeProcess, mor_table, request_compaction, wait_for
 
-ADMIN = "console-admin-token-0123"
-READER = "console-read-token-01234"
 TYPES = {"MERGE_ON_READ": "MOR", "COPY_ON_WRITE": "COW"}
 SCREENSHOT_MAX_BYTES = 200 * 1024
-
-
-class Daemon:
-    def __init__(self, serve: ServeProcess) -> None:
-        self.serve = serve
-        self.url = f"http://127.0.0.1:{serve.port}"
-
-    def get(self, path: str, token: str = ADMIN) -> Any:
-        return self.serve.request("GET", path, headers={"Authorization": f"Bearer {token}"})
-
-    def post(self, path: str, body: Any = None, token: str = ADMIN) -> Any:
-        return self.serve.request("POST", path, body, headers={"Authorization": f"Bearer {token}"})
 
 
 @pytest.fixture(scope="module")
@@ -59,13 +57,9 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     broken = tables / "broken" / ".hoodie"
     broken.mkdir(parents=True)
     (broken / "hoodie.properties").write_text("hoodie.table.name=broken\nhoodie.table.type=NOT_A_TYPE\n")
-    tokens = [
-        {"token": ADMIN, "scope": "admin", "name": "operator"},
-        {"token": READER, "scope": "read", "name": "viewer"},
-    ]
     # Each compaction task pauses 1 s after writing, so that a run is seen running with progress.
     slow_tasks = {"HTS_CRASH_AT": "compaction.task_after_write", "HTS_CRASH_ACTION": "pause:1"}
-    serve = ServeProcess(root, "console", env=slow_tasks, api={"tokens": tokens}).start()
+    serve = ServeProcess(root, "console", env=slow_tasks, api={"tokens": TOKENS}).start()
     try:
         daemon = Daemon(serve)
         # trips: a failed run (a bad option value), then paused with a compaction pending.
@@ -86,20 +80,6 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebDriver]:
         yield driver
 
 
-def sign_in(driver: WebDriver, daemon: Daemon, token: str) -> None:
-    driver.get(daemon.url + "/")
-    driver.execute_script("sessionStorage.clear()")
-    page(driver, daemon.url + "/", "Sign in")
-    assert axe_violations(driver) == [], "the sign-in page"
-    driver.find_element(By.ID, "token").send_keys(token + Keys.ENTER)
-    page(driver, daemon.url + "/#/", "Fleet")
-
-
-def accessible(driver: WebDriver, what: str, artifacts: Path) -> None:
-    driver.save_screenshot(str(artifacts / f"{what}.png"))
-    assert axe_violations(driver) == [], what
-
-
 def test_the_fleet_page_shows_what_the_api_says(daemon: Daemon, browser: WebDriver, tmp_path: Path) -> None:
     wait_for(lambda: all(t["health"] != "opening" for t in daemon.get("/v1/tables")), what="tables opened")
     sign_in(browser, daemon, ADMIN)
@@ -107,15 +87,24 @@ def test_the_fleet_page_shows_what_the_api_says(daemon: Daemon, browser: WebDriv
     api = daemon.get("/v1/tables")
     expected = [(t["id"], TYPES.get(t["type"] or "", ""), t["health"]) for t in api]
     assert expected == [("broken", "", "error"), ("orders", "MOR", "ok"), ("trips", "MOR", "paused")]
-    rows = browser.find_elements(By.CSS_SELECTOR, "#fleet tbody tr")
-    cells = [[c.text for c in r.find_elements(By.TAG_NAME, "td")] for r in rows]
-    assert [tuple(c[:3]) for c in cells] == expected
-    assert api[0]["error"][:100] in cells[0][-1], "the fleet shows why a table cannot be served"
+    cells = fleet_rows(browser)
+    assert [(c["Table"], c["Type"], c["State"]) for c in cells] == expected
+    assert api[0]["error"][:100] in cells[0]["Notes"], "the fleet shows why a table cannot be served"
+    # Each table's health score, with the worst of its reasons under it, as GET /v1/tables scores it.
+    for shown, listed in zip(cells, api, strict=True):
+        score, *why = shown["Health score"].split("\n")
+        assert score == str(listed["health_score"]), listed["id"]
+        # the worst reason under it, unless it is the table's error (shown under Notes)
+        worst = listed["health_reasons"][0]["message"] if listed["health_reasons"] else None
+        shown_worst = worst[:100] if worst and worst != listed["error"] else None
+        assert (why[0][:100] if why else None) == shown_worst, listed["id"]
+    assert api[0]["health_score"] == 0 and 0 < api[2]["health_score"] < 100
     (pending,) = daemon.get("/v1/tables/trips")["pending"]
-    assert cells[2][3].startswith("compaction: 1 pending, oldest ") and cells[2][3].endswith(" (limit 1 h)")
+    trips = cells[2]["Pending"]
+    assert trips.startswith("compaction: 1 pending, oldest ") and trips.endswith(" (limit 1 h)")
     (failed,) = daemon.get("/v1/runs?table=trips&state=failed")
-    assert cells[2][5].startswith(f"1 failed (last: compaction) {failed['error'][:60]}")
-    assert "paused" in cells[2][-1]
+    assert cells[2]["Recent failures"].startswith(f"1 failed (last: compaction) {failed['error'][:60]}")
+    assert "paused" in cells[2]["Notes"]
     assert pending["service"] == "compaction"
     assert f"console at {daemon.url}/" in daemon.serve.log(), "hts serve says where the console is"
     accessible(browser, "fleet", tmp_path)
@@ -169,13 +158,12 @@ def test_a_compaction_triggered_from_the_console_completes_and_shows_in_runs(
 
     def running(d: WebDriver) -> str | None:
         d.find_element(By.ID, "refresh").click()
-        rows = d.find_elements(By.CSS_SELECTOR, "#fleet tbody tr")
-        cells = [[c.text for c in r.find_elements(By.TAG_NAME, "td")] for r in rows]
-        text = next((c[4] for c in cells if c[0] == "orders"), "")
+        text = next((c["Running"] for c in fleet_rows(d) if c["Table"] == "orders"), "")
         return text if re.fullmatch(rf"compaction #{run_id} [0-3] of 3", text) else None
 
     assert wait(browser, running, "the run's progress on the fleet page", 60)
     screenshot = tmp_path / "fleet-running.png"
+    browser.execute_script("window.scrollTo(0, 0)")
     browser.save_screenshot(str(screenshot))
     assert screenshot.stat().st_size < SCREENSHOT_MAX_BYTES, f"{screenshot} is too big for the README"
     if os.environ.get("HTS_CONSOLE_SCREENSHOT"):

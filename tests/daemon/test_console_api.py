@@ -75,6 +75,12 @@ def test_the_fleet_says_per_table_what_is_pending_queued_failed_and_why_a_table_
         for table_id, row in tables.items():
             assert row["health"] == summaries[table_id]["health"]
             assert row.get("type") == summaries[table_id]["type"]
+            # the health score, and the worst reason it is below 100, as GET /v1/tables scores it
+            assert row["health_score"] == summaries[table_id]["health_score"]
+            reasons = summaries[table_id]["health_reasons"]
+            worst = reasons[0]["message"] if reasons else None
+            cut = worst if worst is None or len(worst) <= ERROR_CHARS else worst[: ERROR_CHARS - 1] + "…"
+            assert row.get("health_reason") == cut, table_id
 
         late = tables["late"]
         (pending,) = late["pending"]
@@ -96,7 +102,10 @@ def test_the_fleet_says_per_table_what_is_pending_queued_failed_and_why_a_table_
             if len(run["error"]) > ERROR_CHARS
             else run["error"],
         }
-        assert set(quiet) == {"id", "type", "health", "failures"}, "defaults are left out"
+        assert quiet["health_score"] < 100
+        assert quiet["health_reason"].startswith("compaction: 1 consecutive failed")
+        scored = {"health_score", "health_reason"}
+        assert set(quiet) == {"id", "type", "health", "failures", *scored}, "defaults are left out"
 
         down = tables["broken"]
         assert down["health"] == "error" and "type" not in down
