@@ -162,28 +162,51 @@ def iter_compacted_slice(
     yield from iter_spilled_slice(fileio, base_path, file_slice, opts, budget, buckets)
 
 
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+
+
+def key_hashes(keys: pa.Array) -> npt.NDArray[np.uint64]:
+    """A 64-bit hash per key of its UTF-8 bytes, read eight at a time (little-endian words)."""
+    arr = keys.cast(pa.string())
+    n = len(arr)
+    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32)[arr.offset : arr.offset + n + 1]
+    offsets = offsets.astype(np.int64)
+    lo, hi = (int(offsets[0]), int(offsets[-1])) if n else (0, 0)
+    padded = np.zeros(hi - lo + 8, dtype=np.uint8)  # a word read at a key's end stays in bounds
+    data_buf = arr.buffers()[2]
+    if data_buf is not None and hi > lo:
+        padded[: hi - lo] = np.frombuffer(data_buf, dtype=np.uint8, count=hi - lo, offset=lo)
+    # Every byte position as the start of an (unaligned) 64-bit word.
+    words = np.ndarray((hi - lo + 1,), dtype="<u8", buffer=padded, strides=(1,))
+    starts = offsets[:-1] - lo
+    lengths = np.diff(offsets)
+    h = lengths.astype(np.uint64) * _MIX
+    active = np.arange(n, dtype=np.int64)  # keys with bytes left at word ``k``
+    k = 0
+    with np.errstate(over="ignore"):
+        while active.size:
+            left = lengths[active] - 8 * k
+            w = words[starts[active] + 8 * k]
+            short = left < 8
+            if short.any():  # the key's last word: only its own bytes
+                w[short] &= (np.uint64(1) << (left[short].astype(np.uint64) * np.uint64(8))) - np.uint64(1)
+            x = h[active] ^ w
+            x *= _MIX
+            x ^= x >> np.uint64(32)
+            h[active] = x
+            active = active[left > 8]
+            k += 1
+        h ^= h >> np.uint64(31)  # splitmix64's finalizer
+        h *= np.uint64(0xBF58476D1CE4E5B9)
+        h ^= h >> np.uint64(29)
+    return h
+
+
 def bucket_of(keys: pa.Array, buckets: int) -> npt.NDArray[np.int64]:
-    """A bucket in ``[0, buckets)`` per key, from a hash of the key's UTF-8 bytes."""
+    """A bucket in ``[0, buckets)`` per key, from :func:`key_hashes`."""
     if buckets == 1:
         return np.zeros(len(keys), dtype=np.int64)
-    arr = pa.concat_arrays([keys.cast(pa.string())])  # offset 0
-    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32)[: len(arr) + 1].astype(np.int64)
-    data_buf = arr.buffers()[2]
-    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
-    lo, hi = int(offsets[0]), int(offsets[-1])
-    lengths = np.diff(offsets)
-    rel = np.arange(hi - lo, dtype=np.int64) - np.repeat(offsets[:-1] - lo, lengths)
-    with np.errstate(over="ignore"):
-        mixed = data[lo:hi].astype(np.uint64) * _WEIGHTS[rel % len(_WEIGHTS)]
-        sums = np.concatenate([np.zeros(1, np.uint64), np.cumsum(mixed, dtype=np.uint64)])
-        h = sums[offsets[1:] - lo] - sums[offsets[:-1] - lo] + lengths.astype(np.uint64)
-        h ^= h >> np.uint64(31)
-        h *= np.uint64(0x9E3779B97F4A7C15)
-        h ^= h >> np.uint64(29)
-    return np.asarray(h % np.uint64(buckets), dtype=np.int64)
-
-
-_WEIGHTS = np.random.default_rng(18).integers(1, 2**63, size=64, dtype=np.uint64) | np.uint64(1)
+    return np.asarray(key_hashes(keys) % np.uint64(buckets), dtype=np.int64)
 
 
 @dataclass
@@ -283,18 +306,25 @@ def _spill_logs(
             seq += n
             keys = part.keys if isinstance(part, DeleteEntries) else part[key].combine_chunks()
             where = bucket_of(keys, len(buckets))
-            for b in np.unique(where):
-                rows = np.nonzero(where == b)[0]
-                if isinstance(part, DeleteEntries):
-                    picked = DeleteEntries(
-                        part.keys.take(pa.array(rows)),
-                        [part.ordering_values[j] for j in rows.tolist()],
-                        [part.ordering_classes[j] for j in rows.tolist()],
-                    )
-                    buckets[b].add_deletes(picked, seqs[rows])
-                else:
-                    taken = part if len(rows) == n else part.take(pa.array(rows))
-                    buckets[b].add_data(taken.append_column(_SEQ, pa.array(seqs[rows])))
+            # One stable gather groups the part by bucket (each bucket's rows keep their order).
+            order = np.argsort(where, kind="stable")
+            bounds = np.searchsorted(where[order], np.arange(len(buckets) + 1))
+            if isinstance(part, DeleteEntries):
+                for b in range(len(buckets)):
+                    rows = order[bounds[b] : bounds[b + 1]]
+                    if len(rows):
+                        picked = DeleteEntries(
+                            part.keys.take(pa.array(rows)),
+                            [part.ordering_values[j] for j in rows.tolist()],
+                            [part.ordering_classes[j] for j in rows.tolist()],
+                        )
+                        buckets[b].add_deletes(picked, seqs[rows])
+                continue
+            grouped = part.append_column(_SEQ, pa.array(seqs)).take(pa.array(order))
+            del part
+            for b in range(len(buckets)):
+                if bounds[b + 1] > bounds[b]:
+                    buckets[b].add_data(grouped.slice(int(bounds[b]), int(bounds[b + 1] - bounds[b])))
         del block
     for bucket in buckets:
         bucket.close()
@@ -359,29 +389,30 @@ def _merge_bucket(
     return path
 
 
-class _Lookup:
-    """Record keys -> their code among all buckets' merged keys (-1: no log entry)."""
+class _KeyIndex:
+    """Record keys -> their code among all buckets' merged keys (-1: no log entry).
 
-    def __init__(self, outcomes: _Outcomes, buckets: int) -> None:
-        self.buckets = buckets
-        self.by_bucket: dict[int, tuple[pa.Array, int]] = {}
-        start = 0
-        for keys, in_bucket in zip(outcomes.keys, outcomes.bucket, strict=True):
-            self.by_bucket[int(in_bucket[0])] = (keys, start)
-            start += len(keys)
+    The log keys are sorted once; each base batch is then a binary search in C++ (no hash table
+    rebuilt per batch), and a found position is confirmed by comparing the keys themselves."""
+
+    def __init__(self, outcomes: _Outcomes) -> None:
+        keys = pa.chunked_array(outcomes.keys, pa.string())  # codes: the keys in bucket order
+        order = pc.sort_indices(keys)
+        self.sorted = keys.take(order).combine_chunks()
+        self.code_of = np.asarray(order.to_numpy(), dtype=np.int64)  # sorted position -> code
 
     def __call__(self, keys: pa.Array) -> npt.NDArray[np.int64]:
-        codes = np.full(len(keys), -1, dtype=np.int64)
-        where = bucket_of(keys, self.buckets)
-        for b in np.unique(where).tolist():
-            if b not in self.by_bucket:
-                continue
-            dictionary, start = self.by_bucket[b]
-            rows = np.nonzero(where == b)[0]
-            idx = pc.index_in(keys.take(pa.array(rows)), value_set=dictionary)
-            found = np.asarray(pc.fill_null(idx, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
-            codes[rows] = np.where(found >= 0, found + start, -1)
-        return codes
+        n = len(self.sorted)
+        if not n or not len(keys):
+            return np.full(len(keys), -1, dtype=np.int64)
+        pos = np.asarray(pc.search_sorted(self.sorted, keys).to_numpy(), dtype=np.int64)
+        np.minimum(pos, n - 1, out=pos)
+        found = _true(pc.equal(self.sorted.take(pa.array(pos)), keys))
+        return np.where(found, self.code_of[pos], -1)
+
+
+def _true(values: pa.Array) -> npt.NDArray[np.bool_]:
+    return np.asarray(pc.fill_null(values, False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
 class _Winners:
@@ -557,13 +588,15 @@ def iter_spilled_slice(
             winner_ordering=[pa.concat_arrays(v) for v in outcomes.ordering],
             entries=outcomes.entries,
         )
-        merger = BaseMerger(summary, spec, counts, _Lookup(outcomes, buckets))
+        index = _KeyIndex(outcomes)
+        outcomes.keys = []  # the index holds them, sorted
+        merger = BaseMerger(summary, spec, counts, index)
         for batch in base_batches:
             kept = merger.merge_batch(batch)
             if kept.num_rows:
                 yield kept
         merger.codes_of = None  # the base pass is over: drop the keys
-        outcomes.keys = []
+        del index
         emit = ~summary.is_delete & ~merger.base_won
         counts.log_inserts = int(np.count_nonzero(emit & ~merger.base_has))
         yield from _emit(outcomes, emit, winners)
