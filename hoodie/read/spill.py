@@ -41,6 +41,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hoodie.errors import CorruptLogBlockError, TableServiceError
+from hoodie.file_group.base_file_writer import BaseFileWriter
 from hoodie.file_group.file_slice import FileSlice
 from hoodie.file_group.log_block import BlockType, LogBlock
 from hoodie.io.fileio import FileIO
@@ -84,6 +85,9 @@ IN_MEMORY_FACTOR = 4
 MAX_BUCKETS = 128
 #: Rows per record batch of a winners file: the emit pass holds about one batch per bucket.
 _WINNER_BATCH_ROWS = 8192
+#: Rows per row group of a spilled slice's new base file: the writer buffers one row group's rows
+#: (Arrow, about 200 bytes a row on the bench) before encoding it; 1M rows would take a fifth of 1 GiB.
+SPILL_ROW_GROUP_ROWS = BASE_BATCH_ROWS
 _TASK_FIELD = "memory_budget"
 _SEQ = "_hts_spill_seq"
 
@@ -146,9 +150,11 @@ def iter_compacted_slice(
     budget: MemoryBudget,
     *,
     cdc: bool = False,
+    writer: BaseFileWriter | None = None,
 ) -> Iterator[pa.Table]:
     """The merged rows of ``file_slice`` for compaction: in memory when its logs fit ``budget``,
-    else by the external merge (same rows, same order)."""
+    else by the external merge (same rows, same order), when the output's ``writer`` also buffers
+    smaller row groups (:data:`SPILL_ROW_GROUP_ROWS`)."""
     log_bytes = 0
     for path in file_slice.log_file_paths(base_path):
         info = fileio.info(path)
@@ -159,6 +165,8 @@ def iter_compacted_slice(
     # Each bucket's log rows should take about an eighth of the budget (at most MAX_BUCKETS files):
     # merging a bucket holds its rows and their winners while the base pass holds a row group.
     buckets = min(MAX_BUCKETS, max(1, math.ceil(log_bytes * IN_MEMORY_FACTOR / (budget.max_size / 8))))
+    if writer is not None:
+        writer.row_group_rows = min(writer.row_group_rows, SPILL_ROW_GROUP_ROWS)
     yield from iter_spilled_slice(fileio, base_path, file_slice, opts, budget, buckets)
 
 
@@ -243,15 +251,63 @@ class _Bucket:
 
 @dataclass
 class _Outcomes:
-    """Per distinct log key (over all buckets): what the merge of its log entries left."""
+    """Per distinct log key, bucket by bucket: what the merge of its log entries left."""
 
     keys: list[pa.Array] = field(default_factory=list)
     is_delete: list[npt.NDArray[np.bool_]] = field(default_factory=list)
     is_reset: list[npt.NDArray[np.bool_]] = field(default_factory=list)
     first_seq: list[npt.NDArray[np.int64]] = field(default_factory=list)
     ordering: list[list[pa.Array]] = field(default_factory=list)
-    bucket: list[npt.NDArray[np.int32]] = field(default_factory=list)
+    buckets: list[int] = field(default_factory=list)  # the bucket of each list entry
     entries: int = 0
+
+
+@dataclass
+class _Settled:
+    """The outcomes over all buckets, a key's code being its position in bucket order, in compact
+    arrays for the base pass and the emit pass (the keys themselves are in the :class:`_KeyIndex`)."""
+
+    is_delete: npt.NDArray[np.bool_]
+    is_reset: npt.NDArray[np.bool_]
+    ordering: list[pa.Array]
+    spans: dict[int, tuple[int, int]]  # bucket -> its codes [start, end)
+    by_first: npt.NDArray[Any]  # codes (int32 or int64) by the first appearance of their key
+    bucket: npt.NDArray[np.uint8]  # per code (MAX_BUCKETS <= 256)
+    entries: int
+
+    @property
+    def keys(self) -> int:
+        return len(self.is_delete)
+
+
+def _settle(out: _Outcomes) -> tuple[_Settled, _KeyIndex]:
+    """Concatenate the buckets' outcomes, freeing each list as it goes."""
+    n = sum(len(k) for k in out.keys)
+    code_type = np.int32 if n < 2**31 else np.int64
+    first_seq = np.concatenate(out.first_seq)
+    out.first_seq = []
+    by_first = np.argsort(first_seq, kind="stable").astype(code_type)
+    del first_seq
+    spans: dict[int, tuple[int, int]] = {}
+    bucket = np.empty(n, dtype=np.uint8)
+    start = 0
+    for b, keys in zip(out.buckets, out.keys, strict=True):
+        spans[b] = (start, start + len(keys))
+        bucket[start : start + len(keys)] = b
+        start += len(keys)
+    settled = _Settled(
+        is_delete=np.concatenate(out.is_delete),
+        is_reset=np.concatenate(out.is_reset),
+        ordering=[pa.concat_arrays(v) for v in out.ordering],
+        spans=spans,
+        by_first=by_first,
+        bucket=bucket,
+        entries=out.entries,
+    )
+    out.is_delete, out.is_reset, out.ordering = [], [], []
+    index = _KeyIndex(out.keys, code_type)
+    out.keys = []
+    return settled, index
 
 
 def _entries(
@@ -372,7 +428,7 @@ def _merge_bucket(
     out.is_delete.append(logs.is_delete[won])
     out.is_reset.append(logs.is_reset[won])
     out.first_seq.append(seqs[first])
-    out.bucket.append(np.full(logs.keys, index, dtype=np.int32))
+    out.buckets.append(index)
     if not out.ordering:
         out.ordering = [[] for _ in logs.winner_ordering]
     for values, acc in zip(logs.winner_ordering, out.ordering, strict=True):
@@ -395,11 +451,12 @@ class _KeyIndex:
     The log keys are sorted once; each base batch is then a binary search in C++ (no hash table
     rebuilt per batch), and a found position is confirmed by comparing the keys themselves."""
 
-    def __init__(self, outcomes: _Outcomes) -> None:
-        keys = pa.chunked_array(outcomes.keys, pa.string())  # codes: the keys in bucket order
-        order = pc.sort_indices(keys)
-        self.sorted = keys.take(order).combine_chunks()
-        self.code_of = np.asarray(order.to_numpy(), dtype=np.int64)  # sorted position -> code
+    def __init__(self, keys: list[pa.Array], code_type: type[np.signedinteger[Any]]) -> None:
+        chunked = pa.chunked_array(keys, pa.string())  # codes: the keys in bucket order
+        order = pc.sort_indices(chunked)
+        self.sorted = chunked.take(order).combine_chunks()
+        del chunked
+        self.code_of = order.to_numpy().astype(code_type)  # sorted position -> code
 
     def __call__(self, keys: pa.Array) -> npt.NDArray[np.int64]:
         n = len(self.sorted)
@@ -448,28 +505,16 @@ class _Winners:
         return out
 
 
-def _emit(
-    outcomes: _Outcomes,
-    emit: npt.NDArray[np.bool_],
-    winners: list[Path | None],
-) -> Iterator[pa.Table]:
+def _emit(settled: _Settled, emit: npt.NDArray[np.bool_], winners: list[Path | None]) -> Iterator[pa.Table]:
     """Pass 4: the log rows to emit, by the first appearance of their key in the logs."""
-    bucket = np.concatenate(outcomes.bucket)
-    first_seq = np.concatenate(outcomes.first_seq)
-    has_row = ~np.concatenate(outcomes.is_delete)
     cursors: dict[int, _Winners] = {}
-    start = 0
-    for in_bucket in outcomes.bucket:  # the buckets that had log entries, in bucket order
-        part = slice(start, start + len(in_bucket))
-        start += len(in_bucket)
-        b = int(in_bucket[0])
+    for b, (start, end) in settled.spans.items():
         # A key without a winning row is a delete; rows in the file follow the key order.
-        cursors[b] = _Winners(winners[b], emit[part][has_row[part]])
+        cursors[b] = _Winners(winners[b], emit[start:end][~settled.is_delete[start:end]])
     try:
-        chosen = np.nonzero(emit)[0]
-        chosen = chosen[np.argsort(first_seq[chosen], kind="stable")]
+        chosen = settled.by_first[emit[settled.by_first]]
         for lo in range(0, len(chosen), BASE_BATCH_ROWS):
-            window = bucket[chosen[lo : lo + BASE_BATCH_ROWS]]
+            window = settled.bucket[chosen[lo : lo + BASE_BATCH_ROWS]]
             pieces = []
             for b in np.unique(window):
                 piece = cursors[int(b)].take(int(np.count_nonzero(window == b)))
@@ -576,29 +621,33 @@ def iter_spilled_slice(
                 counts.base_rows += batch.num_rows
                 yield batch
             return
-        n_keys = sum(len(k) for k in outcomes.keys)
-        # The keys stay in their buckets (no concatenated copy): a base key is looked up in its own.
+        settled, index = _settle(outcomes)
+        del outcomes
         summary = LogMerge(
-            dictionary=pa.nulls(n_keys),
-            winner=np.arange(n_keys, dtype=np.int64),
-            is_delete=np.concatenate(outcomes.is_delete),
-            is_reset=np.concatenate(outcomes.is_reset),
-            data_pos=np.broadcast_to(np.int64(-1), (n_keys,)),  # unused by the base pass: no memory
+            dictionary=pa.nulls(settled.keys),  # the keys are in the index
+            winner=np.arange(settled.keys, dtype=np.int64),
+            is_delete=settled.is_delete,
+            is_reset=settled.is_reset,
+            data_pos=np.broadcast_to(np.int64(-1), (settled.keys,)),  # unused by the base pass: no memory
             log_data=None,
-            winner_ordering=[pa.concat_arrays(v) for v in outcomes.ordering],
-            entries=outcomes.entries,
+            winner_ordering=settled.ordering,
+            entries=settled.entries,
         )
-        index = _KeyIndex(outcomes)
-        outcomes.keys = []  # the index holds them, sorted
         merger = BaseMerger(summary, spec, counts, index)
+        pool = pa.default_memory_pool()
         for batch in base_batches:
             kept = merger.merge_batch(batch)
+            del batch
             if kept.num_rows:
                 yield kept
+            del kept
+            pool.release_unused()  # a batch's freed pages go back to the OS: RSS stays near the live bytes
         merger.codes_of = None  # the base pass is over: drop the keys
-        del index
-        emit = ~summary.is_delete & ~merger.base_won
+        del index, summary
+        settled.ordering = []
+        emit = ~settled.is_delete & ~merger.base_won
         counts.log_inserts = int(np.count_nonzero(emit & ~merger.base_has))
-        yield from _emit(outcomes, emit, winners)
+        del merger
+        yield from _emit(settled, emit, winners)
     finally:
         shutil.rmtree(root, ignore_errors=True)
