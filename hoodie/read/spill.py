@@ -30,6 +30,7 @@ import math
 import shutil
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -88,6 +89,8 @@ _WINNER_BATCH_ROWS = 8192
 #: Rows per row group of a spilled slice's new base file: the writer buffers one row group's rows
 #: (Arrow, about 200 bytes a row on the bench) before encoding it; 1M rows would take a fifth of 1 GiB.
 SPILL_ROW_GROUP_ROWS = BASE_BATCH_ROWS
+#: Rows per batch of the base file in the base pass (two are held: one merged, one read ahead).
+SPILL_BATCH_ROWS = BASE_BATCH_ROWS // 2
 _TASK_FIELD = "memory_budget"
 _SEQ = "_hts_spill_seq"
 
@@ -532,6 +535,24 @@ def _emit(settled: _Settled, emit: npt.NDArray[np.bool_], winners: list[Path | N
                 cursor.file.close()
 
 
+def _read_ahead(batches: Iterator[pa.Table]) -> Iterator[pa.Table]:
+    """``batches``, the next one decoded on a thread while the caller merges and writes this one
+    (Parquet decoding releases the GIL: the base pass uses both cores; memory holds one batch more)."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="hts-spill-read") as reader:
+        try:
+            ahead = reader.submit(next, batches, None)
+            while (batch := ahead.result()) is not None:
+                ahead = reader.submit(next, batches, None)
+                yield batch
+                del batch
+        finally:
+            ahead.cancel()
+            wait([ahead])  # the thread is done with the generator before it is closed here
+            close = getattr(batches, "close", None)
+            if close is not None:
+                close()
+
+
 def _scan(
     fileio: FileIO,
     base_path: str,
@@ -565,7 +586,11 @@ def iter_spilled_slice(
     module docstring); the spill directory is gone when the iteration ends or fails."""
     base_file = file_slice.base_file_path(base_path)
     base_batches: Iterable[pa.Table] = (
-        iter_parquet(fileio, base_file, opts.schema, on_read=opts.on_read, low_memory=True)
+        _read_ahead(
+            iter_parquet(
+                fileio, base_file, opts.schema, SPILL_BATCH_ROWS, on_read=opts.on_read, low_memory=True
+            )
+        )
         if base_file
         else ()
     )
