@@ -123,19 +123,22 @@ class LazyLogs:
             pos += len(chunk)
             buf = carry + chunk if carry else chunk
             starts: list[int] = []
-            lengths: list[int] = []
-            p = 0
-            while p + 4 <= len(buf):
-                (n,) = _I32.unpack_from(buf, p)
-                if n < 0:
-                    raise CorruptLogBlockError(f"{source}: negative Avro record length {n}")
-                if p + 4 + n > len(buf):
+            add, unpack, size, p = starts.append, _I32.unpack_from, len(buf), 0
+            while p + 4 <= size:  # the hot loop: one record length per turn
+                n = unpack(buf, p)[0]
+                q = p + 4 + n
+                if n < 0 or q > size:
+                    if n < 0:
+                        raise CorruptLogBlockError(f"{source}: negative Avro record length {n}")
                     break
-                starts.append(p + 4)
-                lengths.append(n)
-                p += 4 + n
+                add(p + 4)
+                p = q
             if starts:
-                offsets = np.column_stack([np.array(starts, np.int64), np.array(lengths, np.int64)])
+                first = np.array(starts, np.int64)
+                ends = np.empty_like(first)
+                ends[:-1] = first[1:] - 4
+                ends[-1] = p
+                offsets = np.column_stack([first, ends - first])
                 yield decode_avro_records(buf, offsets, block.schema, schema)
                 seen += len(starts)
             carry = buf[p:]
