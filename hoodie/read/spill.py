@@ -13,7 +13,9 @@ same job as an external merge by key, with the vectorized merge's semantics unch
    second spill file; only each key's outcome stays in memory (key, delete/reset flags, ordering
    value, first sequence number) — not the rows.
 3. The base file streams through :class:`~hoodie.merge.vectorized.BaseMerger` against those
-   outcomes, batch by batch, exactly as the in-memory path does.
+   outcomes, batch by batch, exactly as the in-memory path does; a base key finds its log key by
+   a binary search in the log keys, sorted once (no hash table rebuilt per batch), and the next
+   batch is decoded on a thread meanwhile.
 4. The log rows to emit are read back from the spill files in the in-memory path's order (by
    the first appearance of their key in the logs), a window at a time.
 
@@ -465,7 +467,8 @@ class _KeyIndex:
         n = len(self.sorted)
         if not n or not len(keys):
             return np.full(len(keys), -1, dtype=np.int64)
-        pos = np.asarray(pc.search_sorted(self.sorted, keys).to_numpy(), dtype=np.int64)
+        found_at = pc.fill_null(pc.search_sorted(self.sorted, keys), 0)  # a null key matches nothing
+        pos = np.asarray(found_at.to_numpy(), dtype=np.int64)
         np.minimum(pos, n - 1, out=pos)
         found = _true(pc.equal(self.sorted.take(pa.array(pos)), keys))
         return np.where(found, self.code_of[pos], -1)
