@@ -172,6 +172,7 @@ def iter_compacted_slice(
     buckets = min(MAX_BUCKETS, max(1, math.ceil(log_bytes * IN_MEMORY_FACTOR / (budget.max_size / 8))))
     if writer is not None:
         writer.row_group_rows = min(writer.row_group_rows, SPILL_ROW_GROUP_ROWS)
+        writer.encode_ahead = True  # Parquet encoding (GIL released) overlaps the merge
     yield from iter_spilled_slice(fileio, base_path, file_slice, opts, budget, buckets)
 
 
