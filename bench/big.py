@@ -86,6 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument(
         "--budget", type=int, default=GIB, help="hoodie.memory.compaction.max.size (default 1 GiB)"
     )
+    p.add_argument("--repeat", type=int, default=2, help="runs of ours and of the floor, alternating")
     p.add_argument("--in-memory", action="store_true", help="also run the in-memory path (needs the memory)")
     p.add_argument("--cache-dir", type=Path, default=bench_data.DEFAULT_CACHE, help="default var/bench")
     p.add_argument("--child", help=argparse.SUPPRESS)
@@ -104,11 +105,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     if (data.rows, data.updates) != (DEFAULT_ROWS, DEFAULT_UPDATES):
         print(f"  (size reduced from {DEFAULT_ROWS:,} / {DEFAULT_UPDATES:,} by --rows/--updates)")
-    ours = _run_task(data, scratch / "big", args.budget, scratch / "big-spill")
-    floors = [run_floor(data, scratch / "big-floor.parquet") for _ in range(2)]
+    # Ours and the floor alternate, best time of each (the machine's load varies between runs);
+    # the peak RSS is the largest of our runs.
+    runs: list[dict[str, Any]] = []
+    floors: list[float] = []
+    for _ in range(max(1, args.repeat)):
+        runs.append(_run_task(data, scratch / "big", args.budget, scratch / "big-spill"))
+        floors.append(run_floor(data, scratch / "big-floor.parquet"))
+    largest = max(runs, key=lambda r: int(r["peak_rss"]))
+    ours = largest | {
+        "seconds": min(float(r["seconds"]) for r in runs),
+        "spill_files_left": max(r["spill_files_left"] for r in runs),
+    }
     print(
-        f"  ours, one task in a fresh process: {ours['seconds']:.2f}s, "
-        f"peak RSS {ours['peak_rss'] / 1e6:,.0f} MB "
+        f"  ours, one task in a fresh process: {ours['seconds']:.2f}s best of {len(runs)}, "
+        f"peak RSS {ours['peak_rss'] / 1e6:,.0f} MB (largest) "
         f"(+{(ours['peak_rss'] - ours['baseline_rss']) / 1e6:,.0f} MB above the post-import baseline; "
         f"Arrow pool peak {ours['arrow_peak'] / 1e6:,.0f} MB), "
         f"{ours['rows']:,} rows, {ours['spill_files_left']} spill files left"

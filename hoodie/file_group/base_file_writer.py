@@ -132,6 +132,10 @@ class BaseFileWriter:
         self._buffered = 0
         self._sink: Any = None
         self._writer: pq.ParquetWriter | None = None
+        #: Encode each row group on a thread while the caller prepares the next (one in flight).
+        self.encode_ahead = False
+        self._encoder: ThreadPoolExecutor | None = None
+        self._encoding: Future[None] | None = None
 
     def write(self, table: pa.Table) -> None:
         if table.num_rows == 0:
@@ -178,11 +182,26 @@ class BaseFileWriter:
         table = pa.concat_tables(self._buffer) if len(self._buffer) > 1 else self._buffer[0]
         self._buffer = []
         self._buffered = 0
-        self._open(table.schema).write_table(table, row_group_size=self.row_group_rows)
+        writer = self._open(table.schema)
+        if not self.encode_ahead:
+            writer.write_table(table, row_group_size=self.row_group_rows)
+            return
+        if self._encoder is None:
+            self._encoder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hts-parquet-encode")
+        self._wait_encoded()
+        self._encoding = self._encoder.submit(writer.write_table, table, row_group_size=self.row_group_rows)
+
+    def _wait_encoded(self) -> None:
+        if self._encoding is not None:
+            done, self._encoding = self._encoding, None
+            done.result()
 
     def close(self, schema: pa.Schema | None = None) -> BaseFileResult:
         """Finish the file (an empty file needs ``schema``)."""
         self._flush()
+        self._wait_encoded()
+        if self._encoder is not None:
+            self._encoder.shutdown()
         if self._writer is None:
             if schema is None:
                 raise ValueError(f"{self.path}: nothing was written and no schema was given")

@@ -13,7 +13,9 @@ same job as an external merge by key, with the vectorized merge's semantics unch
    second spill file; only each key's outcome stays in memory (key, delete/reset flags, ordering
    value, first sequence number) — not the rows.
 3. The base file streams through :class:`~hoodie.merge.vectorized.BaseMerger` against those
-   outcomes, batch by batch, exactly as the in-memory path does.
+   outcomes, batch by batch, exactly as the in-memory path does; a base key finds its log key by
+   a binary search in the log keys, sorted once (no hash table rebuilt per batch), and the next
+   batch is decoded on a thread meanwhile.
 4. The log rows to emit are read back from the spill files in the in-memory path's order (by
    the first appearance of their key in the logs), a window at a time.
 
@@ -30,6 +32,7 @@ import math
 import shutil
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +44,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hoodie.errors import CorruptLogBlockError, TableServiceError
+from hoodie.file_group.base_file_writer import BaseFileWriter
 from hoodie.file_group.file_slice import FileSlice
 from hoodie.file_group.log_block import BlockType, LogBlock
 from hoodie.io.fileio import FileIO
@@ -84,6 +88,11 @@ IN_MEMORY_FACTOR = 4
 MAX_BUCKETS = 128
 #: Rows per record batch of a winners file: the emit pass holds about one batch per bucket.
 _WINNER_BATCH_ROWS = 8192
+#: Rows per row group of a spilled slice's new base file: the writer buffers one row group's rows
+#: (Arrow, about 200 bytes a row on the bench) before encoding it; 1M rows would take a fifth of 1 GiB.
+SPILL_ROW_GROUP_ROWS = BASE_BATCH_ROWS
+#: Rows per batch of the base file in the base pass (two are held: one merged, one read ahead).
+SPILL_BATCH_ROWS = BASE_BATCH_ROWS // 2
 _TASK_FIELD = "memory_budget"
 _SEQ = "_hts_spill_seq"
 
@@ -146,9 +155,11 @@ def iter_compacted_slice(
     budget: MemoryBudget,
     *,
     cdc: bool = False,
+    writer: BaseFileWriter | None = None,
 ) -> Iterator[pa.Table]:
     """The merged rows of ``file_slice`` for compaction: in memory when its logs fit ``budget``,
-    else by the external merge (same rows, same order)."""
+    else by the external merge (same rows, same order), when the output's ``writer`` also buffers
+    smaller row groups (:data:`SPILL_ROW_GROUP_ROWS`)."""
     log_bytes = 0
     for path in file_slice.log_file_paths(base_path):
         info = fileio.info(path)
@@ -159,31 +170,57 @@ def iter_compacted_slice(
     # Each bucket's log rows should take about an eighth of the budget (at most MAX_BUCKETS files):
     # merging a bucket holds its rows and their winners while the base pass holds a row group.
     buckets = min(MAX_BUCKETS, max(1, math.ceil(log_bytes * IN_MEMORY_FACTOR / (budget.max_size / 8))))
+    if writer is not None:
+        writer.row_group_rows = min(writer.row_group_rows, SPILL_ROW_GROUP_ROWS)
+        writer.encode_ahead = True  # Parquet encoding (GIL released) overlaps the merge
     yield from iter_spilled_slice(fileio, base_path, file_slice, opts, budget, buckets)
 
 
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+
+
+def key_hashes(keys: pa.Array) -> npt.NDArray[np.uint64]:
+    """A 64-bit hash per key of its UTF-8 bytes, read eight at a time (little-endian words)."""
+    arr = keys.cast(pa.string())
+    n = len(arr)
+    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32)[arr.offset : arr.offset + n + 1]
+    offsets = offsets.astype(np.int64)
+    lo, hi = (int(offsets[0]), int(offsets[-1])) if n else (0, 0)
+    padded = np.zeros(hi - lo + 8, dtype=np.uint8)  # a word read at a key's end stays in bounds
+    data_buf = arr.buffers()[2]
+    if data_buf is not None and hi > lo:
+        padded[: hi - lo] = np.frombuffer(data_buf, dtype=np.uint8, count=hi - lo, offset=lo)
+    # Every byte position as the start of an (unaligned) 64-bit word.
+    words = np.ndarray((hi - lo + 1,), dtype="<u8", buffer=padded, strides=(1,))
+    starts = offsets[:-1] - lo
+    lengths = np.diff(offsets)
+    h = lengths.astype(np.uint64) * _MIX
+    active = np.arange(n, dtype=np.int64)  # keys with bytes left at word ``k``
+    k = 0
+    with np.errstate(over="ignore"):
+        while active.size:
+            left = lengths[active] - 8 * k
+            w = words[starts[active] + 8 * k]
+            short = left < 8
+            if short.any():  # the key's last word: only its own bytes
+                w[short] &= (np.uint64(1) << (left[short].astype(np.uint64) * np.uint64(8))) - np.uint64(1)
+            x = h[active] ^ w
+            x *= _MIX
+            x ^= x >> np.uint64(32)
+            h[active] = x
+            active = active[left > 8]
+            k += 1
+        h ^= h >> np.uint64(31)  # splitmix64's finalizer
+        h *= np.uint64(0xBF58476D1CE4E5B9)
+        h ^= h >> np.uint64(29)
+    return h
+
+
 def bucket_of(keys: pa.Array, buckets: int) -> npt.NDArray[np.int64]:
-    """A bucket in ``[0, buckets)`` per key, from a hash of the key's UTF-8 bytes."""
+    """A bucket in ``[0, buckets)`` per key, from :func:`key_hashes`."""
     if buckets == 1:
         return np.zeros(len(keys), dtype=np.int64)
-    arr = pa.concat_arrays([keys.cast(pa.string())])  # offset 0
-    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32)[: len(arr) + 1].astype(np.int64)
-    data_buf = arr.buffers()[2]
-    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
-    lo, hi = int(offsets[0]), int(offsets[-1])
-    lengths = np.diff(offsets)
-    rel = np.arange(hi - lo, dtype=np.int64) - np.repeat(offsets[:-1] - lo, lengths)
-    with np.errstate(over="ignore"):
-        mixed = data[lo:hi].astype(np.uint64) * _WEIGHTS[rel % len(_WEIGHTS)]
-        sums = np.concatenate([np.zeros(1, np.uint64), np.cumsum(mixed, dtype=np.uint64)])
-        h = sums[offsets[1:] - lo] - sums[offsets[:-1] - lo] + lengths.astype(np.uint64)
-        h ^= h >> np.uint64(31)
-        h *= np.uint64(0x9E3779B97F4A7C15)
-        h ^= h >> np.uint64(29)
-    return np.asarray(h % np.uint64(buckets), dtype=np.int64)
-
-
-_WEIGHTS = np.random.default_rng(18).integers(1, 2**63, size=64, dtype=np.uint64) | np.uint64(1)
+    return np.asarray(key_hashes(keys) % np.uint64(buckets), dtype=np.int64)
 
 
 @dataclass
@@ -220,15 +257,63 @@ class _Bucket:
 
 @dataclass
 class _Outcomes:
-    """Per distinct log key (over all buckets): what the merge of its log entries left."""
+    """Per distinct log key, bucket by bucket: what the merge of its log entries left."""
 
     keys: list[pa.Array] = field(default_factory=list)
     is_delete: list[npt.NDArray[np.bool_]] = field(default_factory=list)
     is_reset: list[npt.NDArray[np.bool_]] = field(default_factory=list)
     first_seq: list[npt.NDArray[np.int64]] = field(default_factory=list)
     ordering: list[list[pa.Array]] = field(default_factory=list)
-    bucket: list[npt.NDArray[np.int32]] = field(default_factory=list)
+    buckets: list[int] = field(default_factory=list)  # the bucket of each list entry
     entries: int = 0
+
+
+@dataclass
+class _Settled:
+    """The outcomes over all buckets, a key's code being its position in bucket order, in compact
+    arrays for the base pass and the emit pass (the keys themselves are in the :class:`_KeyIndex`)."""
+
+    is_delete: npt.NDArray[np.bool_]
+    is_reset: npt.NDArray[np.bool_]
+    ordering: list[pa.Array]
+    spans: dict[int, tuple[int, int]]  # bucket -> its codes [start, end)
+    by_first: npt.NDArray[Any]  # codes (int32 or int64) by the first appearance of their key
+    bucket: npt.NDArray[np.uint8]  # per code (MAX_BUCKETS <= 256)
+    entries: int
+
+    @property
+    def keys(self) -> int:
+        return len(self.is_delete)
+
+
+def _settle(out: _Outcomes) -> tuple[_Settled, _KeyIndex]:
+    """Concatenate the buckets' outcomes, freeing each list as it goes."""
+    n = sum(len(k) for k in out.keys)
+    code_type = np.int32 if n < 2**31 else np.int64
+    first_seq = np.concatenate(out.first_seq)
+    out.first_seq = []
+    by_first = np.argsort(first_seq, kind="stable").astype(code_type)
+    del first_seq
+    spans: dict[int, tuple[int, int]] = {}
+    bucket = np.empty(n, dtype=np.uint8)
+    start = 0
+    for b, keys in zip(out.buckets, out.keys, strict=True):
+        spans[b] = (start, start + len(keys))
+        bucket[start : start + len(keys)] = b
+        start += len(keys)
+    settled = _Settled(
+        is_delete=np.concatenate(out.is_delete),
+        is_reset=np.concatenate(out.is_reset),
+        ordering=[pa.concat_arrays(v) for v in out.ordering],
+        spans=spans,
+        by_first=by_first,
+        bucket=bucket,
+        entries=out.entries,
+    )
+    out.is_delete, out.is_reset, out.ordering = [], [], []
+    index = _KeyIndex(out.keys, code_type)
+    out.keys = []
+    return settled, index
 
 
 def _entries(
@@ -283,18 +368,25 @@ def _spill_logs(
             seq += n
             keys = part.keys if isinstance(part, DeleteEntries) else part[key].combine_chunks()
             where = bucket_of(keys, len(buckets))
-            for b in np.unique(where):
-                rows = np.nonzero(where == b)[0]
-                if isinstance(part, DeleteEntries):
-                    picked = DeleteEntries(
-                        part.keys.take(pa.array(rows)),
-                        [part.ordering_values[j] for j in rows.tolist()],
-                        [part.ordering_classes[j] for j in rows.tolist()],
-                    )
-                    buckets[b].add_deletes(picked, seqs[rows])
-                else:
-                    taken = part if len(rows) == n else part.take(pa.array(rows))
-                    buckets[b].add_data(taken.append_column(_SEQ, pa.array(seqs[rows])))
+            # One stable gather groups the part by bucket (each bucket's rows keep their order).
+            order = np.argsort(where, kind="stable")
+            bounds = np.searchsorted(where[order], np.arange(len(buckets) + 1))
+            if isinstance(part, DeleteEntries):
+                for b in range(len(buckets)):
+                    rows = order[bounds[b] : bounds[b + 1]]
+                    if len(rows):
+                        picked = DeleteEntries(
+                            part.keys.take(pa.array(rows)),
+                            [part.ordering_values[j] for j in rows.tolist()],
+                            [part.ordering_classes[j] for j in rows.tolist()],
+                        )
+                        buckets[b].add_deletes(picked, seqs[rows])
+                continue
+            grouped = part.append_column(_SEQ, pa.array(seqs)).take(pa.array(order))
+            del part
+            for b in range(len(buckets)):
+                if bounds[b + 1] > bounds[b]:
+                    buckets[b].add_data(grouped.slice(int(bounds[b]), int(bounds[b + 1] - bounds[b])))
         del block
     for bucket in buckets:
         bucket.close()
@@ -342,7 +434,7 @@ def _merge_bucket(
     out.is_delete.append(logs.is_delete[won])
     out.is_reset.append(logs.is_reset[won])
     out.first_seq.append(seqs[first])
-    out.bucket.append(np.full(logs.keys, index, dtype=np.int32))
+    out.buckets.append(index)
     if not out.ordering:
         out.ordering = [[] for _ in logs.winner_ordering]
     for values, acc in zip(logs.winner_ordering, out.ordering, strict=True):
@@ -359,29 +451,32 @@ def _merge_bucket(
     return path
 
 
-class _Lookup:
-    """Record keys -> their code among all buckets' merged keys (-1: no log entry)."""
+class _KeyIndex:
+    """Record keys -> their code among all buckets' merged keys (-1: no log entry).
 
-    def __init__(self, outcomes: _Outcomes, buckets: int) -> None:
-        self.buckets = buckets
-        self.by_bucket: dict[int, tuple[pa.Array, int]] = {}
-        start = 0
-        for keys, in_bucket in zip(outcomes.keys, outcomes.bucket, strict=True):
-            self.by_bucket[int(in_bucket[0])] = (keys, start)
-            start += len(keys)
+    The log keys are sorted once; each base batch is then a binary search in C++ (no hash table
+    rebuilt per batch), and a found position is confirmed by comparing the keys themselves."""
+
+    def __init__(self, keys: list[pa.Array], code_type: type[np.signedinteger[Any]]) -> None:
+        chunked = pa.chunked_array(keys, pa.string())  # codes: the keys in bucket order
+        order = pc.sort_indices(chunked)
+        self.sorted = chunked.take(order).combine_chunks()
+        del chunked
+        self.code_of = order.to_numpy().astype(code_type)  # sorted position -> code
 
     def __call__(self, keys: pa.Array) -> npt.NDArray[np.int64]:
-        codes = np.full(len(keys), -1, dtype=np.int64)
-        where = bucket_of(keys, self.buckets)
-        for b in np.unique(where).tolist():
-            if b not in self.by_bucket:
-                continue
-            dictionary, start = self.by_bucket[b]
-            rows = np.nonzero(where == b)[0]
-            idx = pc.index_in(keys.take(pa.array(rows)), value_set=dictionary)
-            found = np.asarray(pc.fill_null(idx, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
-            codes[rows] = np.where(found >= 0, found + start, -1)
-        return codes
+        n = len(self.sorted)
+        if not n or not len(keys):
+            return np.full(len(keys), -1, dtype=np.int64)
+        found_at = pc.fill_null(pc.search_sorted(self.sorted, keys), 0)  # a null key matches nothing
+        pos = np.asarray(found_at.to_numpy(), dtype=np.int64)
+        np.minimum(pos, n - 1, out=pos)
+        found = _true(pc.equal(self.sorted.take(pa.array(pos)), keys))
+        return np.where(found, self.code_of[pos], -1)
+
+
+def _true(values: pa.Array) -> npt.NDArray[np.bool_]:
+    return np.asarray(pc.fill_null(values, False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
 class _Winners:
@@ -417,28 +512,16 @@ class _Winners:
         return out
 
 
-def _emit(
-    outcomes: _Outcomes,
-    emit: npt.NDArray[np.bool_],
-    winners: list[Path | None],
-) -> Iterator[pa.Table]:
+def _emit(settled: _Settled, emit: npt.NDArray[np.bool_], winners: list[Path | None]) -> Iterator[pa.Table]:
     """Pass 4: the log rows to emit, by the first appearance of their key in the logs."""
-    bucket = np.concatenate(outcomes.bucket)
-    first_seq = np.concatenate(outcomes.first_seq)
-    has_row = ~np.concatenate(outcomes.is_delete)
     cursors: dict[int, _Winners] = {}
-    start = 0
-    for in_bucket in outcomes.bucket:  # the buckets that had log entries, in bucket order
-        part = slice(start, start + len(in_bucket))
-        start += len(in_bucket)
-        b = int(in_bucket[0])
+    for b, (start, end) in settled.spans.items():
         # A key without a winning row is a delete; rows in the file follow the key order.
-        cursors[b] = _Winners(winners[b], emit[part][has_row[part]])
+        cursors[b] = _Winners(winners[b], emit[start:end][~settled.is_delete[start:end]])
     try:
-        chosen = np.nonzero(emit)[0]
-        chosen = chosen[np.argsort(first_seq[chosen], kind="stable")]
+        chosen = settled.by_first[emit[settled.by_first]]
         for lo in range(0, len(chosen), BASE_BATCH_ROWS):
-            window = bucket[chosen[lo : lo + BASE_BATCH_ROWS]]
+            window = settled.bucket[chosen[lo : lo + BASE_BATCH_ROWS]]
             pieces = []
             for b in np.unique(window):
                 piece = cursors[int(b)].take(int(np.count_nonzero(window == b)))
@@ -454,6 +537,24 @@ def _emit(
         for cursor in cursors.values():
             if cursor.file is not None:
                 cursor.file.close()
+
+
+def _read_ahead(batches: Iterator[pa.Table]) -> Iterator[pa.Table]:
+    """``batches``, the next one decoded on a thread while the caller merges and writes this one
+    (Parquet decoding releases the GIL: the base pass uses both cores; memory holds one batch more)."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="hts-spill-read") as reader:
+        try:
+            ahead = reader.submit(next, batches, None)
+            while (batch := ahead.result()) is not None:
+                ahead = reader.submit(next, batches, None)
+                yield batch
+                del batch
+        finally:
+            ahead.cancel()
+            wait([ahead])  # the thread is done with the generator before it is closed here
+            close = getattr(batches, "close", None)
+            if close is not None:
+                close()
 
 
 def _scan(
@@ -489,7 +590,11 @@ def iter_spilled_slice(
     module docstring); the spill directory is gone when the iteration ends or fails."""
     base_file = file_slice.base_file_path(base_path)
     base_batches: Iterable[pa.Table] = (
-        iter_parquet(fileio, base_file, opts.schema, on_read=opts.on_read, low_memory=True)
+        _read_ahead(
+            iter_parquet(
+                fileio, base_file, opts.schema, SPILL_BATCH_ROWS, on_read=opts.on_read, low_memory=True
+            )
+        )
         if base_file
         else ()
     )
@@ -545,27 +650,33 @@ def iter_spilled_slice(
                 counts.base_rows += batch.num_rows
                 yield batch
             return
-        n_keys = sum(len(k) for k in outcomes.keys)
-        # The keys stay in their buckets (no concatenated copy): a base key is looked up in its own.
+        settled, index = _settle(outcomes)
+        del outcomes
         summary = LogMerge(
-            dictionary=pa.nulls(n_keys),
-            winner=np.arange(n_keys, dtype=np.int64),
-            is_delete=np.concatenate(outcomes.is_delete),
-            is_reset=np.concatenate(outcomes.is_reset),
-            data_pos=np.broadcast_to(np.int64(-1), (n_keys,)),  # unused by the base pass: no memory
+            dictionary=pa.nulls(settled.keys),  # the keys are in the index
+            winner=np.arange(settled.keys, dtype=np.int64),
+            is_delete=settled.is_delete,
+            is_reset=settled.is_reset,
+            data_pos=np.broadcast_to(np.int64(-1), (settled.keys,)),  # unused by the base pass: no memory
             log_data=None,
-            winner_ordering=[pa.concat_arrays(v) for v in outcomes.ordering],
-            entries=outcomes.entries,
+            winner_ordering=settled.ordering,
+            entries=settled.entries,
         )
-        merger = BaseMerger(summary, spec, counts, _Lookup(outcomes, buckets))
+        merger = BaseMerger(summary, spec, counts, index)
+        pool = pa.default_memory_pool()
         for batch in base_batches:
             kept = merger.merge_batch(batch)
+            del batch
             if kept.num_rows:
                 yield kept
+            del kept
+            pool.release_unused()  # a batch's freed pages go back to the OS: RSS stays near the live bytes
         merger.codes_of = None  # the base pass is over: drop the keys
-        outcomes.keys = []
-        emit = ~summary.is_delete & ~merger.base_won
+        del index, summary
+        settled.ordering = []
+        emit = ~settled.is_delete & ~merger.base_won
         counts.log_inserts = int(np.count_nonzero(emit & ~merger.base_has))
-        yield from _emit(outcomes, emit, winners)
+        del merger
+        yield from _emit(settled, emit, winners)
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -443,7 +443,7 @@ def compact_file_group(task: Task) -> TaskResult:
         info.trace = MergeTrace()  # the merge hands over where each old row went
     budget = MemoryBudget.of_task(task)  # over budget, log records spill (hoodie.memory.*)
     for merged in iter_compacted_slice(
-        fileio, table.base_path, file_slice, opts, budget, cdc=cdc is not None
+        fileio, table.base_path, file_slice, opts, budget, cdc=cdc is not None, writer=writer
     ):
         part = set_constant(merged, "_hoodie_file_name", new.name)
         writer.write(part)
