@@ -31,7 +31,7 @@ TARGET_VS_FLOOR = 1.3
 
 def _run_task(data: bench_data.BenchData, scratch: Path, budget: int, spill_dir: Path) -> dict[str, Any]:
     from bench.compaction import task_for_memory
-    from hoodie.read.spill import MemoryBudget
+    from hoodie.read.spill_budget import MemoryBudget
 
     spill_dir.mkdir(parents=True, exist_ok=True)
     task = task_for_memory(data, scratch) | MemoryBudget(budget, str(spill_dir)).to_task()

@@ -31,7 +31,7 @@ import logging
 import math
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,7 +40,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hoodie.errors import CorruptLogBlockError, TableServiceError
@@ -68,24 +67,12 @@ from hoodie.read.slice_reader import (
     project_table,
 )
 from hoodie.read.spill_blocks import SMALL_BLOCK, WINDOW, LazyLogs, NotStreamable
+from hoodie.read.spill_budget import IN_MEMORY_FACTOR, MAX_BUCKETS, MAX_SIZE_KEY, MemoryBudget, spills
+from hoodie.read.spill_keys import KeyIndex, bucket_of
 from hoodie.schema.avro_arrow import iter_avro_block_content
 
 log = logging.getLogger(__name__)
 
-# HoodieMemoryConfig's keys and defaults (hudi-client-common, org.apache.hudi.config).
-MAX_SIZE_KEY = "hoodie.memory.compaction.max.size"
-FRACTION_KEY = "hoodie.memory.compaction.fraction"
-SPILL_PATH_KEY = "hoodie.memory.spillable.map.path"
-#: DEFAULT_MAX_MEMORY_FOR_SPILLABLE_MAP_IN_BYTES: Hudi's budget when no Spark executor memory is known
-#: (IOUtils.getMaxMemoryAllowedForMerge); hts never knows the executor's heap, so this is the default.
-DEFAULT_MAX_SIZE = 1024 * 1024 * 1024
-#: DEFAULT_MIN_MEMORY_FOR_SPILLABLE_MAP_IN_BYTES: Hudi's floor for a derived budget.
-MIN_DERIVED_SIZE = 100 * 1024 * 1024
-DEFAULT_FRACTION = 0.6
-#: Arrow bytes the in-memory path holds per byte of log file: the raw blocks, their decoded
-#: tables and the concatenated copy of the log rows (measured on the bench's Avro blocks).
-IN_MEMORY_FACTOR = 4
-MAX_BUCKETS = 128
 #: Rows per record batch of a winners file: the emit pass holds about one batch per bucket.
 _WINNER_BATCH_ROWS = 8192
 #: Rows per row group of a spilled slice's new base file: the writer buffers one row group's rows
@@ -93,58 +80,7 @@ _WINNER_BATCH_ROWS = 8192
 SPILL_ROW_GROUP_ROWS = BASE_BATCH_ROWS
 #: Rows per batch of the base file in the base pass (two are held: one merged, one read ahead).
 SPILL_BATCH_ROWS = BASE_BATCH_ROWS // 2
-_TASK_FIELD = "memory_budget"
 _SEQ = "_hts_spill_seq"
-
-
-@dataclass(frozen=True, slots=True)
-class MemoryBudget:
-    """How much memory a compaction task's log records may take before they spill, and where to."""
-
-    max_size: int = DEFAULT_MAX_SIZE
-    spill_path: str | None = None  # None: the system's temporary directory
-
-    @classmethod
-    def from_options(cls, options: Mapping[str, str]) -> MemoryBudget:
-        """Hudi's keys: ``hoodie.memory.compaction.max.size`` (bytes) wins; otherwise Hudi derives
-        the size from the Spark executor's heap times ``hoodie.memory.compaction.fraction``,
-        which hts cannot see: it validates the fraction and uses Hudi's no-Spark default, 1 GiB."""
-        raw = options.get(MAX_SIZE_KEY)
-        fraction = options.get(FRACTION_KEY)
-        if fraction is not None:
-            try:
-                value = float(fraction)
-            except ValueError:
-                value = math.nan
-            if not 0 < value <= 1:
-                raise TableServiceError(f"{FRACTION_KEY}={fraction!r} is not a fraction in (0, 1]")
-        size = DEFAULT_MAX_SIZE
-        if raw is not None:
-            try:
-                size = int(raw)
-            except ValueError:
-                size = -1
-            if size <= 0:
-                raise TableServiceError(f"{MAX_SIZE_KEY}={raw!r} is not a positive number of bytes")
-        path = options.get(SPILL_PATH_KEY)
-        if path is not None and not Path(path).is_dir():
-            raise TableServiceError(f"{SPILL_PATH_KEY}={path!r} is not a local directory")
-        return cls(size, path)
-
-    def to_task(self) -> dict[str, Any]:
-        return {_TASK_FIELD: {"max_size": self.max_size, "spill_path": self.spill_path}}
-
-    @classmethod
-    def of_task(cls, task: Mapping[str, Any]) -> MemoryBudget:
-        raw = task.get(_TASK_FIELD)
-        return cls(int(raw["max_size"]), raw.get("spill_path")) if raw else cls()
-
-
-def spills(opts: SliceReadOptions, log_bytes: int, budget: MemoryBudget, *, cdc: bool) -> bool:
-    """Whether a slice with ``log_bytes`` of log files takes the spill path under ``budget``."""
-    if cdc or not opts.vectorized:
-        return False  # the before images (CDC) and the per-record engine stay in memory
-    return log_bytes * IN_MEMORY_FACTOR > budget.max_size
 
 
 def iter_compacted_slice(
@@ -174,53 +110,6 @@ def iter_compacted_slice(
         writer.row_group_rows = min(writer.row_group_rows, SPILL_ROW_GROUP_ROWS)
         writer.encode_ahead = True  # Parquet encoding (GIL released) overlaps the merge
     yield from iter_spilled_slice(fileio, base_path, file_slice, opts, budget, buckets)
-
-
-_MIX = np.uint64(0x9E3779B97F4A7C15)
-
-
-def key_hashes(keys: pa.Array) -> npt.NDArray[np.uint64]:
-    """A 64-bit hash per key of its UTF-8 bytes, read eight at a time (little-endian words)."""
-    arr = keys.cast(pa.string())
-    n = len(arr)
-    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32)[arr.offset : arr.offset + n + 1]
-    offsets = offsets.astype(np.int64)
-    lo, hi = (int(offsets[0]), int(offsets[-1])) if n else (0, 0)
-    padded = np.zeros(hi - lo + 8, dtype=np.uint8)  # a word read at a key's end stays in bounds
-    data_buf = arr.buffers()[2]
-    if data_buf is not None and hi > lo:
-        padded[: hi - lo] = np.frombuffer(data_buf, dtype=np.uint8, count=hi - lo, offset=lo)
-    # Every byte position as the start of an (unaligned) 64-bit word.
-    words = np.ndarray((hi - lo + 1,), dtype="<u8", buffer=padded, strides=(1,))
-    starts = offsets[:-1] - lo
-    lengths = np.diff(offsets)
-    h = lengths.astype(np.uint64) * _MIX
-    active = np.arange(n, dtype=np.int64)  # keys with bytes left at word ``k``
-    k = 0
-    with np.errstate(over="ignore"):
-        while active.size:
-            left = lengths[active] - 8 * k
-            w = words[starts[active] + 8 * k]
-            short = left < 8
-            if short.any():  # the key's last word: only its own bytes
-                w[short] &= (np.uint64(1) << (left[short].astype(np.uint64) * np.uint64(8))) - np.uint64(1)
-            x = h[active] ^ w
-            x *= _MIX
-            x ^= x >> np.uint64(32)
-            h[active] = x
-            active = active[left > 8]
-            k += 1
-        h ^= h >> np.uint64(31)  # splitmix64's finalizer
-        h *= np.uint64(0xBF58476D1CE4E5B9)
-        h ^= h >> np.uint64(29)
-    return h
-
-
-def bucket_of(keys: pa.Array, buckets: int) -> npt.NDArray[np.int64]:
-    """A bucket in ``[0, buckets)`` per key, from :func:`key_hashes`."""
-    if buckets == 1:
-        return np.zeros(len(keys), dtype=np.int64)
-    return np.asarray(key_hashes(keys) % np.uint64(buckets), dtype=np.int64)
 
 
 @dataclass
@@ -271,7 +160,7 @@ class _Outcomes:
 @dataclass
 class _Settled:
     """The outcomes over all buckets, a key's code being its position in bucket order, in compact
-    arrays for the base pass and the emit pass (the keys themselves are in the :class:`_KeyIndex`)."""
+    arrays for the base pass and the emit pass (the keys themselves are in the :class:`KeyIndex`)."""
 
     is_delete: npt.NDArray[np.bool_]
     is_reset: npt.NDArray[np.bool_]
@@ -286,7 +175,7 @@ class _Settled:
         return len(self.is_delete)
 
 
-def _settle(out: _Outcomes) -> tuple[_Settled, _KeyIndex]:
+def _settle(out: _Outcomes) -> tuple[_Settled, KeyIndex]:
     """Concatenate the buckets' outcomes, freeing each list as it goes."""
     n = sum(len(k) for k in out.keys)
     code_type = np.int32 if n < 2**31 else np.int64
@@ -311,7 +200,7 @@ def _settle(out: _Outcomes) -> tuple[_Settled, _KeyIndex]:
         entries=out.entries,
     )
     out.is_delete, out.is_reset, out.ordering = [], [], []
-    index = _KeyIndex(out.keys, code_type)
+    index = KeyIndex(out.keys, code_type)
     out.keys = []
     return settled, index
 
@@ -449,34 +338,6 @@ def _merge_bucket(
     with pa.ipc.new_file(str(path), winners.schema) as w:
         w.write_table(winners, max_chunksize=_WINNER_BATCH_ROWS)
     return path
-
-
-class _KeyIndex:
-    """Record keys -> their code among all buckets' merged keys (-1: no log entry).
-
-    The log keys are sorted once; each base batch is then a binary search in C++ (no hash table
-    rebuilt per batch), and a found position is confirmed by comparing the keys themselves."""
-
-    def __init__(self, keys: list[pa.Array], code_type: type[np.signedinteger[Any]]) -> None:
-        chunked = pa.chunked_array(keys, pa.string())  # codes: the keys in bucket order
-        order = pc.sort_indices(chunked)
-        self.sorted = chunked.take(order).combine_chunks()
-        del chunked
-        self.code_of = order.to_numpy().astype(code_type)  # sorted position -> code
-
-    def __call__(self, keys: pa.Array) -> npt.NDArray[np.int64]:
-        n = len(self.sorted)
-        if not n or not len(keys):
-            return np.full(len(keys), -1, dtype=np.int64)
-        found_at = pc.fill_null(pc.search_sorted(self.sorted, keys), 0)  # a null key matches nothing
-        pos = np.asarray(found_at.to_numpy(), dtype=np.int64)
-        np.minimum(pos, n - 1, out=pos)
-        found = _true(pc.equal(self.sorted.take(pa.array(pos)), keys))
-        return np.where(found, self.code_of[pos], -1)
-
-
-def _true(values: pa.Array) -> npt.NDArray[np.bool_]:
-    return np.asarray(pc.fill_null(values, False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
 class _Winners:

@@ -34,7 +34,8 @@ from hoodie.models.commit import CommitMetadata, RuntimeStats, WriteStat
 from hoodie.models.compaction import CompactionOperation, CompactionPlan
 from hoodie.read.log_scanner import ScanStats
 from hoodie.read.slice_reader import SliceMergeInfo
-from hoodie.read.spill import MemoryBudget, iter_compacted_slice
+from hoodie.read.spill import iter_compacted_slice
+from hoodie.read.spill_budget import MemoryBudget
 from hoodie.schema.avro_arrow import add_meta_fields
 from hoodie.services.base import (
     CRASH_ENV,

@@ -17,14 +17,10 @@ from hoodie.file_group.log_block import BlockType
 from hoodie.file_group.log_reader import read_blocks
 from hoodie.read.log_scanner import ScanStats
 from hoodie.read.slice_reader import SliceMergeInfo, decode_data_block, read_slice
-from hoodie.read.spill import (
-    MAX_SIZE_KEY,
-    SPILL_PATH_KEY,
-    MemoryBudget,
-    bucket_of,
-    iter_spilled_slice,
-)
+from hoodie.read.spill import iter_spilled_slice
 from hoodie.read.spill_blocks import LazyLogs
+from hoodie.read.spill_budget import MAX_SIZE_KEY, SPILL_PATH_KEY, MemoryBudget
+from hoodie.read.spill_keys import bucket_of
 from hoodie.services.base import LocalRunner, ServiceContext
 from hoodie.services.compaction import CompactionPolicy, execute_compaction, schedule_compaction
 from hoodie.services.slice_tasks import SliceTask
