@@ -9,8 +9,8 @@ to be still ours (``_lease_valid``, answered without a request from the subclass
 bookkeeping), and what to close.
 
 The lock state changes only while ``_remote`` is held, so a heartbeat's verdict cannot overwrite a
-release that came after it; listeners are told afterwards, outside the lock, and not at all if the
-state changed again before they could be told.
+release that came after it; listeners are told of every change afterwards, outside the lock (the
+daemon's only log and wake the queue: :attr:`state` is what counts).
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ class LeaseLock(ABC):
             return list(self._listeners)
 
     def _notify(self, state: LockState, listeners: list[StateListener] | None) -> None:
-        if listeners is None or self._state is not state:  # unchanged, or superseded meanwhile
+        if listeners is None:  # unchanged
             return
         log.info("%s: lock state %s", self._where, state.value)
         for listener in listeners:

@@ -344,6 +344,10 @@ class StorageBasedLockProvider(LeaseLock):
         try:
             written = self._store.write(mine, held.file)
         except PreconditionFailed as e:
+            ours = self._own_retry(mine)
+            if ours is not None:  # the SDK retried a renewal whose first answer was lost: it is ours
+                self._held = _Held(ours, sent, held.generation)
+                return LockState.CONNECTED
             return self._lose(held, f"the renewal's condition failed, another writer took the lock ({e})")
         except Exception as e:  # unreachable, throttled, anything: never kill the thread
             if not self._valid(held):
@@ -353,6 +357,18 @@ class StorageBasedLockProvider(LeaseLock):
             return LockState.SUSPENDED
         self._held = _Held(written, sent, held.generation)
         return LockState.CONNECTED
+
+    def _own_retry(self, mine: LockData) -> LockFile | None:
+        """The lock file, when a failed condition met our own write: the SDK retried a PUT whose first
+        attempt reached the store but whose answer was lost, and the retry's If-Match saw our new
+        ETag. The owner is this provider's UUID, so no other writer wrote it."""
+        try:
+            current = self._store.read()
+        except StoreUnavailable:
+            return None
+        if current is not None and current.data == mine:
+            return current
+        return None
 
     def _lose(self, held: _Held, reason: str) -> LockState:
         log.error("%s: lock lost: %s", self._where, reason)

@@ -119,7 +119,10 @@ def test_the_shape_matrix_cells_of_ttl(case: Case, tmp_path: Path) -> None:
         return
     outcome = later()
     assert planned(outcome) == ["p0", "p1", "p2"] and outcome.executed
-    assert keys(path) == set() == hudi_rs_keys(path)
+    if cell(shape, "read") is None:
+        assert keys(path) == set() == hudi_rs_keys(path)
+    else:  # hts refuses to read this shape (e.g. a payload it does not implement): no file group is left
+        assert HoodieTable.open(str(path)).file_system_view().latest_file_slices() == []
 
 
 @pytest.mark.parametrize("crash_at", ["ttl.after_inflight", "ttl.before_complete"])
