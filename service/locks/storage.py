@@ -344,9 +344,19 @@ class StorageBasedLockProvider(LeaseLock):
         try:
             written = self._store.write(mine, held.file)
         except PreconditionFailed as e:
-            ours = self._own_retry(mine)
-            if ours is not None:  # the SDK retried a renewal whose first answer was lost: it is ours
-                self._held = _Held(ours, sent, held.generation)
+            try:
+                current = self._store.read()
+            except StoreUnavailable as unread:
+                # Cannot tell our own retried write from another writer's: nobody may take the lock
+                # before our validity runs out, so hold on (suspended) until then, as when unreachable.
+                if not self._valid(held):
+                    return self._lose(held, f"renewals failed until the lock's validity ran out ({unread})")
+                log.warning("%s: renewal's condition failed and the file is unreadable: %s", self._where, e)
+                return LockState.SUSPENDED
+            if current is not None and current.data == mine:
+                # The SDK retried a renewal whose first answer was lost; the retry's If-Match saw the
+                # ETag of that first write, ours (the owner is this provider's UUID).
+                self._held = _Held(current, sent, held.generation)
                 return LockState.CONNECTED
             return self._lose(held, f"the renewal's condition failed, another writer took the lock ({e})")
         except Exception as e:  # unreachable, throttled, anything: never kill the thread
@@ -357,18 +367,6 @@ class StorageBasedLockProvider(LeaseLock):
             return LockState.SUSPENDED
         self._held = _Held(written, sent, held.generation)
         return LockState.CONNECTED
-
-    def _own_retry(self, mine: LockData) -> LockFile | None:
-        """The lock file, when a failed condition met our own write: the SDK retried a PUT whose first
-        attempt reached the store but whose answer was lost, and the retry's If-Match saw our new
-        ETag. The owner is this provider's UUID, so no other writer wrote it."""
-        try:
-            current = self._store.read()
-        except StoreUnavailable:
-            return None
-        if current is not None and current.data == mine:
-            return current
-        return None
 
     def _lose(self, held: _Held, reason: str) -> LockState:
         log.error("%s: lock lost: %s", self._where, reason)
