@@ -6,7 +6,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -26,6 +25,7 @@ from hoodie.write.writer import HoodieWriter
 from service.api import create_app
 from service.daemon import Daemon
 from service.settings import load_settings
+from tests.servers.process import free_port
 from tests.tables import new_table, rows
 
 T = TypeVar("T")
@@ -87,12 +87,6 @@ def request_compaction(path: Path) -> str:
     scheduled = schedule_compaction(ServiceContext(HoodieTable.open(str(path))), CompactionPolicy())
     assert scheduled is not None and scheduled.instant_time is not None
     return scheduled.instant_time
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class ServeProcess:

@@ -16,14 +16,9 @@ import pyspark
 import pytest
 
 from tests.conftest import hudi_rs_rows
+from tests.servers.process import free_port
 
 SPARK_HOME = Path(pyspark.__file__).parent
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _env(tmp: Path) -> dict[str, str]:
@@ -40,7 +35,7 @@ def _env(tmp: Path) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def connect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     tmp = tmp_path_factory.mktemp("spark-connect")
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen(
         [
             str(SPARK_HOME / "bin" / "spark-submit"),

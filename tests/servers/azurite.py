@@ -7,15 +7,14 @@ namespace): ``pyarrow.fs.AzureFileSystem`` treats folders as prefixes there, as 
 
 from __future__ import annotations
 
-import socket
 import subprocess
-import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.servers.process import free_port, stop, wait_for_http
 
 ACCOUNT = "devstoreaccount1"
 KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
@@ -51,9 +50,7 @@ def azurite() -> Iterator[AzureEndpoint]:
 
     if not AZURITE.exists():
         raise RuntimeError(f"{AZURITE} is missing: run make install (it installs Azurite with npm)")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
+    port = free_port()
     proc = subprocess.Popen(
         [str(AZURITE), "--blobHost", "127.0.0.1", "--blobPort", str(port), *FLAGS],
         stdout=subprocess.DEVNULL,
@@ -61,23 +58,8 @@ def azurite() -> Iterator[AzureEndpoint]:
     )
     endpoint = AzureEndpoint(f"127.0.0.1:{port}")
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                urllib.request.urlopen(f"http://{endpoint.authority}/", timeout=1).close()
-                break
-            except urllib.error.HTTPError:
-                break  # it answers (400 without an account in the path)
-            except OSError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise RuntimeError(f"Azurite did not answer on port {port}") from None
-                time.sleep(0.1)
+        wait_for_http(proc, f"http://{endpoint.authority}/", "Azurite")
         pafs.AzureFileSystem(**endpoint.storage_options()).create_dir(endpoint.container)
         yield endpoint
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)

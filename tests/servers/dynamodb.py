@@ -13,11 +13,8 @@ user's AWS configuration; everything is restored when the session ends.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -25,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.servers.process import free_port, stop, wait_for_http
 
 REGION = "us-east-1"
 _DUMMY_ENV = {
@@ -64,16 +63,10 @@ class DynamoDBEndpoint:
         )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextmanager
 def moto_dynamodb() -> Iterator[DynamoDBEndpoint]:
     """Start a private moto server on a free loopback port; stop it on exit."""
-    port = _free_port()
+    port = free_port()
     server = Path(sys.executable).parent / "moto_server"
     proc = subprocess.Popen(
         [str(server), "-H", "127.0.0.1", "-p", str(port)],
@@ -83,23 +76,10 @@ def moto_dynamodb() -> Iterator[DynamoDBEndpoint]:
     )
     endpoint = DynamoDBEndpoint(f"http://127.0.0.1:{port}")
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                urllib.request.urlopen(endpoint.endpoint_url, timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise RuntimeError(f"moto_server did not answer on port {port}") from None
-                time.sleep(0.1)
+        wait_for_http(proc, endpoint.endpoint_url, "moto_server")
         yield endpoint
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
 
 
 @contextmanager

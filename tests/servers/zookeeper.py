@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.servers.process import free_port, stop
+
 ZOOKEEPER_JAR = Path(os.environ.get("HTS_ZOOKEEPER_JAR", "/usr/share/java/zookeeper.jar"))
 TICK_MS = 200
 """ZooKeeper's tick; the smallest session it grants is two ticks unless ``minSessionTimeout`` says
@@ -32,12 +34,6 @@ otherwise (set below)."""
 MIN_SESSION_MS = 400
 MAX_SESSION_MS = 60_000
 START_TIMEOUT_S = 30.0
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def four_letter_word(port: int, word: str, timeout_s: float = 2.0) -> str:
@@ -160,23 +156,12 @@ def _wait_ready(proc: subprocess.Popen[bytes], server: ZooKeeperServer) -> None:
     )
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is not None:
-        return
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
-
-
 @pytest.fixture(scope="session")
 def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
     """A standalone ZooKeeper 3.8 server on 127.0.0.1 for the whole test session."""
     java = _require_installed()
     root = tmp_path_factory.mktemp("zookeeper")
-    port = _free_port()
+    port = free_port()
     cfg = _write_config(root, port)
     log_path = root / "zookeeper.log"
     cmd = [
@@ -197,4 +182,4 @@ def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperSer
         _wait_ready(proc, server)
         yield server
     finally:
-        _stop(proc)
+        stop(proc)
