@@ -132,13 +132,19 @@ class RunLoop:
         return streak if streak is not None and streak.suspended else None
 
     def _count_outcome(self, item: WorkItem, outcome: Outcome) -> None:
-        """A finished run extends (failed) or ends (succeeded) its (table, service)'s failure streak."""
-        if item.run_id is None or outcome.state not in (RunState.FAILED, RunState.SUCCEEDED):
+        """A finished run extends (failed) or ends (succeeded) its (table, service)'s failure streak;
+        a policy check that planned nothing (it leaves no run) ends a streak of failed policy checks."""
+        if outcome.state not in (RunState.FAILED, RunState.SUCCEEDED):
             return
         failed = outcome.state is RunState.FAILED
         key = (item.table_id, item.service)
-        if not failed and key not in self.streaks:
+        if failed and item.run_id is None:
+            return  # cannot be: a failure is always recorded as a run first
+        streak = self.streaks.get(key)
+        if not failed and (streak is None or streak.consecutive_failures == 0):
             return  # nothing to end: no row written for tables that never failed
+        if item.run_id is None and not self._ends_streak(streak):
+            return
         before = self.streaks.get(key)
         streak = self.store.record_outcome(
             item.table_id,
@@ -162,6 +168,12 @@ class RunLoop:
                 item.service,
                 **tags(table=item.table_id, service=item.service, run=item.run_id, decision="suspend"),
             )
+
+    def _ends_streak(self, streak: ServiceStreak | None) -> bool:
+        """Whether a policy check that planned nothing ends ``streak``: only a streak of failed policy
+        checks (its planning works again); it says nothing about a plan whose execution keeps failing."""
+        last = self.store.get(streak.last_run) if streak is not None and streak.last_run is not None else None
+        return last is not None and last.kind is RunKind.SCHEDULE
 
     def _claim(self, item: WorkItem, instant: str) -> WorkItem | None:
         """``item`` planned (or picked) ``instant`` and carries it out: its run is that instant's."""
@@ -223,6 +235,7 @@ class RunLoop:
                 outcome.details.get("reason", "nothing due"),
                 **tags(table=item.table_id, service=item.service),
             )
+            self._count_outcome(item, outcome)  # a policy check that worked ends a failure streak
             self.queue.finish(item, seconds)
             return
         if item.run_id is None:

@@ -377,7 +377,7 @@ class RunStore:
         self,
         table_id: str,
         service: str,
-        run_id: int,
+        run_id: int | None,
         *,
         failed: bool,
         error: str | None,

@@ -19,6 +19,7 @@ from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action
 from service.api import create_app
 from service.health import timeline_reasons
+from service.queue import RunKind, RunTrigger, WorkItem
 from service.store import SCHEMA, RunStore
 from tests.conftest import fixture_path
 from tests.daemon.helpers import mor_table, request_compaction, running_daemon, wait_for
@@ -283,6 +284,28 @@ def test_a_policy_that_keeps_failing_is_suspended_and_stops_scheduling(tmp_path:
     spec = create_app(daemon, manage_lifecycle=False).openapi()
     resume = spec["paths"]["/v1/tables/{table_id}/services/{service}/resume"]["post"]["responses"]
     assert sorted(resume) == ["200", "400", "404", "409"]
+
+
+def test_a_policy_check_that_works_ends_the_failure_streak(tmp_path: Path) -> None:
+    """Suspension counts failures *in a row*: a policy check that planned nothing worked, so the failed
+    checks before it do not add up with the ones after it (it leaves no run, but ends the streak). It
+    does not end a streak of failed executions (the test above: the policy finds the plan pending)."""
+    mor_table(tmp_path / "tables" / "orders")
+    bad = {"hoodie.compact.inline.trigger.strategy": "EVERY_FULL_MOON"}
+    nothing_due = {"hoodie.compact.inline.max.delta.commits": "100"}
+    with running_daemon(tmp_path, retry={"max_attempts": 1, "suspend_after": 3}) as (daemon, client):
+
+        def check(options: dict[str, str]) -> int:
+            item = WorkItem("orders", "compaction", RunKind.SCHEDULE, None, RunTrigger.POLICY, 0, options)
+            assert daemon.queue.submit(item)[1]
+            assert item.done.wait(30), "the policy check did not finish"
+            return daemon.streaks[("orders", "compaction")].consecutive_failures
+
+        assert [check(bad), check(bad)] == [1, 2]
+        assert check(nothing_due) == 0
+        assert [check(bad), check(bad)] == [1, 2]
+        assert client.get("/v1/tables/orders").json()["suspended"] == {}, "never 3 failures in a row"
+        assert [r["state"] for r in client.get("/v1/runs").json()] == ["failed"] * 4, "the check left no run"
 
 
 def test_a_run_history_from_before_costs_and_suspensions_opens_and_keeps_its_runs(tmp_path: Path) -> None:
