@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from hoodie.errors import InstantBusyError, InvalidInputError, TableServiceError
 from hoodie.services.base import (
     ExecutionResult,
+    LocalRunner,
     Runner,
     Scheduled,
     ServiceContext,
@@ -111,11 +112,17 @@ def schedule(ctx: ServiceContext, name: str | ServiceKind, *, dry_run: bool = Fa
     return ServiceOutcome(kind, scheduled=service_named(kind.value).schedule(ctx, dry_run=dry_run))
 
 
+def _runner_of(kind: ServiceKind, runner: RunnerFactory) -> Runner:
+    """The runner ``kind`` executes on; none is made (no Spark started) for a service that runs no tasks."""
+    return runner() if spec_of(kind).runs_tasks else LocalRunner()
+
+
 def execute_instant(
     ctx: ServiceContext, name: str | ServiceKind, instant: str, runner: RunnerFactory
 ) -> ExecutionResult:
     """Execute ``instant``; the service refuses one that is no longer pending or is running elsewhere."""
-    return service_named(_kind(name).value).execute(ctx, instant, runner())
+    kind = _kind(name)
+    return service_named(kind.value).execute(ctx, instant, _runner_of(kind, runner))
 
 
 def execute(
@@ -143,7 +150,7 @@ def execute(
         return out
     for ts in pending:
         try:
-            out.executed.append(service.execute(ctx, ts, runner()))
+            out.executed.append(service.execute(ctx, ts, _runner_of(kind, runner)))
         except InstantBusyError as e:
             out.skipped[ts] = str(e)
             log.warning("%s", e)

@@ -72,6 +72,8 @@ class ServiceSpec:
     plans at once instead)."""
     reads_every_column: bool = False
     """It rewrites records (so needs every column's schema readable)."""
+    runs_tasks: bool = True
+    """Its execution runs tasks on the runner (else no runner, Spark or other, is started for it)."""
 
     @property
     def plans_on_timeline(self) -> bool:
@@ -148,6 +150,7 @@ SPECS: Mapping[ServiceKind, ServiceSpec] = MappingProxyType(
                 self_scheduled=True,
                 daemon_executes=False,
                 watched=False,
+                runs_tasks=False,
             ),
             ServiceSpec(
                 ServiceKind.INDEXING,
@@ -184,6 +187,7 @@ SPECS: Mapping[ServiceKind, ServiceSpec] = MappingProxyType(
                 self_scheduled=False,
                 daemon_executes=False,
                 watched=False,
+                runs_tasks=False,
             ),
             ServiceSpec(
                 ServiceKind.METADATA,
@@ -204,6 +208,7 @@ SPECS: Mapping[ServiceKind, ServiceSpec] = MappingProxyType(
                 self_scheduled=True,
                 daemon_executes=False,
                 watched=False,
+                runs_tasks=False,
             ),
         )
     }

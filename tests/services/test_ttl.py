@@ -52,9 +52,13 @@ def write(path: Path, days_ago: int, data: pa.Table, operation: str = "insert") 
     getattr(writer, operation)(data)
 
 
+def no_runner() -> LocalRunner:
+    raise AssertionError("TTL runs no tasks: no runner (no Spark) may be made for it")
+
+
 def ttl(path: Path, options: dict[str, str], *, dry_run: bool = False) -> ServiceOutcome:
     ctx = service_context(HoodieTable.open(str(path)), options)
-    return run(ctx, "ttl", LocalRunner, dry_run=dry_run)
+    return run(ctx, "ttl", no_runner, dry_run=dry_run)
 
 
 def planned(outcome: ServiceOutcome) -> list[str]:
