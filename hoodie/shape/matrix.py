@@ -48,6 +48,7 @@ class Shape(StrEnum):
     METADATA_TABLE_VERSION = "metadata-indexed version-6"
     METADATA_PARTITION = "unmaintained metadata partition"
     SECONDARY_INDEX = "unmaintained secondary index"
+    SECONDARY_INDEXED = "secondary-indexed"
     UNREADABLE_SCHEMA = "unreadable evolved schema"
     KEY_GENERATOR = "unsupported key generator"
     UNSUPPORTED_MERGE = "unsupported record merging"
@@ -158,6 +159,11 @@ _METADATA_PARTITION = (
 _SECONDARY_INDEX = (
     "a write updates every secondary index with the keys it changes (SecondaryIndexRecordGenerationUtils); "
     "hts keeps single-column identity indexes on string, int, long, double and boolean columns only"
+)
+_SECONDARY_INDEXED = (
+    "Hudi's metadata writer refuses to commit an insert overwrite or a delete_partition on a table with a "
+    'secondary index (HoodieBackedTableMetadataWriter.updateSecondaryIndexIfPresent: "Can not perform '
+    'operation ... on secondary index", WriteOperationType.isInsertOverwriteOrDeletePartition)'
 )
 _UNREADABLE_SCHEMA = (
     "Hudi reads older files with the latest schema through its type promotions "
@@ -309,6 +315,12 @@ MATRIX: Mapping[Shape, Mapping[str, str]] = MappingProxyType(
         # Table services move records without changing their secondary keys (the index maps
         # secondary key -> record key): only writes must update it.
         Shape.SECONDARY_INDEX: {WRITE: _SECONDARY_INDEX},
+        # Partition TTL commits delete_partition replacecommits; both overwrites replace file groups.
+        Shape.SECONDARY_INDEXED: {
+            f"{WRITE}:insert_overwrite": _SECONDARY_INDEXED,
+            f"{WRITE}:insert_overwrite_table": _SECONDARY_INDEXED,
+            "ttl": _SECONDARY_INDEXED,
+        },
         # Reading is refused too: the values would be read wrongly. Services that move records
         # without rewriting them (clean, archival, rollback, restore, savepoint) are handled.
         Shape.UNREADABLE_SCHEMA: dict.fromkeys(_READS_EVERY_COLUMN, _UNREADABLE_SCHEMA),

@@ -327,6 +327,22 @@ def metadata_features(table: HoodieTable, *, expression: bool = False) -> list[S
     return out
 
 
+def _secondary_indexed(table: HoodieTable) -> ShapeFeature | None:
+    """A secondary index, built or being built (whether hts maintains it or not: Hudi refuses
+    overwrites and delete_partition on the table either way)."""
+    from hoodie.metadata.partitions import secondary_index_partitions
+
+    if not table.has_metadata_table:
+        return None
+    found = secondary_index_partitions(table)
+    if not found:
+        return None
+    key = TableKeys.METADATA_PARTITIONS
+    if found[0] not in table.config.metadata_partitions:
+        key = TableKeys.METADATA_PARTITIONS_INFLIGHT
+    return ShapeFeature(Shape.SECONDARY_INDEXED, f"{', '.join(found)} in {key.key}={table.config.get(key)}")
+
+
 def _merge_and_keys(table: HoodieTable) -> list[ShapeFeature]:
     """How the table merges records and generates keys, where hts does not (or not everywhere)."""
     from hoodie.keygen import key_generator_from_properties
@@ -414,6 +430,9 @@ def detect(
         if found is not None:
             features.append(found)
     features += metadata_features(table)
+    indexed = _secondary_indexed(table)
+    if indexed is not None:
+        features.append(indexed)
     if config.partial_update_mode:
         features.append(
             ShapeFeature(

@@ -535,13 +535,15 @@ def test_shape_matrix(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[
 
 TESTED_ALONE = {
     Shape.SECONDARY_INDEX,
+    Shape.SECONDARY_INDEXED,
     Shape.CUSTOM_MERGE,
     Shape.MULTI_FIELD_ORDERING,
     Shape.VIRTUAL_KEYS,
     Shape.PARTIAL_UPDATES,
 }
 """Shapes tested by their own tests: a secondary index on a table Apache Hudi wrote
-(test_an_unmaintained_secondary_index_refuses_writes_only; the base table cannot hold a built one);
+(test_an_unmaintained_secondary_index_refuses_writes_only,
+test_a_secondary_indexed_table_refuses_overwrites_and_partition_ttl; the base table cannot hold a built one);
 the merge and key shapes whose only refusal is log compaction
 (test_log_compaction_is_refused_on_merges_it_does_not_implement; their writes merge as their own
 tests check)."""
@@ -837,6 +839,40 @@ def test_an_unmaintained_secondary_index_refuses_writes_only(
     assert "unmaintained secondary index table" in err and "is on 'amount'" in err, err
     assert "write (upsert) is refused" in err
     assert table_hash(path) == before
+
+
+def test_a_secondary_indexed_table_refuses_overwrites_and_partition_ttl(
+    table_copy: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Hudi's metadata writer refuses insert overwrites and delete_partition on a table with a secondary
+    index (``HoodieBackedTableMetadataWriter.updateSecondaryIndexIfPresent``): hts refuses them before
+    writing, naming the index; an upsert (which updates the index) still runs."""
+    path = table_copy("sample_table/mor/avro/v9_txns_simple_meta")
+    shape = HoodieTable.open(str(path)).shape()
+    found = shape.feature(Shape.SECONDARY_INDEXED)
+    named = "secondary_index_merchant_idx, secondary_index_txn_date_idx in hoodie.table.metadata.partitions"
+    assert found is not None and named in found.evidence
+    assert not shape.has(Shape.SECONDARY_INDEX)  # hts maintains this one
+    data = path.parent / "in.parquet"
+    pq.write_table(TableReader(HoodieTable.open(str(path))).snapshot().slice(0, 1), data)
+    for argv, what in (
+        (
+            ["write", str(path), "--input", str(data), "--operation", "insert_overwrite"],
+            "write (insert_overwrite)",
+        ),
+        (
+            ["write", str(path), "--input", str(data), "--operation", "insert_overwrite_table"],
+            "write (insert_overwrite_table)",
+        ),
+        (["run", "ttl", str(path), "--option", "hoodie.partition.ttl.strategy.days.retain=1"], "ttl"),
+    ):
+        before = table_hash(path)
+        assert main(argv) != 0, argv
+        err = capsys.readouterr().err
+        assert f"secondary-indexed table ({named}" in err, err
+        assert f"{what} is refused" in err and "Nothing was written" in err, err
+        assert table_hash(path) == before
+    assert main(["write", str(path), "--input", str(data), "--operation", "upsert"]) == 0
 
 
 class ListingFileIO(LocalFileIO):
