@@ -55,6 +55,7 @@ class Shape(StrEnum):
     CUSTOM_MERGE = "custom merge mode"
     MULTI_FIELD_ORDERING = "multi-field ordering"
     VERSION_6 = "version-6"
+    UNKNOWN_PROPERTY = "unknown property"
     # refused when the table is opened
     BOOTSTRAP = "bootstrapped"
     TABLE_FORMAT = "non-native table format"
@@ -64,7 +65,6 @@ class Shape(StrEnum):
     VIRTUAL_KEYS_KEYGEN = "virtual keys with a key generator that cannot rebuild keys"
     TABLE_VERSION = "unsupported table version"
     LOG_FILE_FORMAT = "unsupported log file format"
-    UNKNOWN_PROPERTY = "unknown property"
     UNIMPLEMENTED_PROPERTY = "unimplemented property"
 
 
@@ -200,6 +200,11 @@ _SCHEMA_ON_READ_TTL = (
     ".schemacommit) on the commit paths that call it, and a delete_partition may or may not take one "
     "depending on how it is run (inline TTL, HoodieTTLJob, run_ttl); hts does not commit one"
 )
+_UNKNOWN_PROPERTY = (
+    "hts knows the keys Hudi persists in hoodie.properties for table versions 6, 8 and 9 "
+    "(HoodieTableConfig, its PERSISTED_CONFIG_LIST and the merge properties); a key from a later "
+    "release or a plugin may change what every writer and service must write"
+)
 _OPEN_REASONS: dict[Shape, str] = {
     Shape.BOOTSTRAP: (
         "Hudi stitches skeleton files with the external source files (HoodieFileGroupReader bootstrap "
@@ -227,11 +232,6 @@ _OPEN_REASONS: dict[Shape, str] = {
         "HoodieLSMTreeLayout); upgrade or downgrade the table with Apache Hudi first"
     ),
     Shape.LOG_FILE_FORMAT: "hts reads and writes HOODIE_LOG log files only",
-    Shape.UNKNOWN_PROPERTY: (
-        "hts knows the keys Hudi persists in hoodie.properties for table versions 6, 8 and 9 "
-        "(HoodieTableConfig, its PERSISTED_CONFIG_LIST and the merge properties); a key from a later "
-        "release or a plugin may change what every writer and service must write"
-    ),
     Shape.UNIMPLEMENTED_PROPERTY: (
         "Hudi's writers act on this key (HoodieTableConfig), and hts does not implement it"
     ),
@@ -331,6 +331,12 @@ MATRIX: Mapping[Shape, Mapping[str, str]] = MappingProxyType(
         Shape.CUSTOM_MERGE: {"logcompaction": _LOG_COMPACTION_MERGE},
         Shape.MULTI_FIELD_ORDERING: {"logcompaction": _LOG_COMPACTION_MERGE},
         Shape.VERSION_6: {"indexing": _VERSION_6_INDEXING},
+        # Reads are handled: Hudi's readers take from hoodie.properties only the keys they know
+        # (HoodieTableConfig is a TypedProperties; each reader option looks up its own ConfigProperty)
+        # and a persisted key that changes how files are read comes with a new table version
+        # (HoodieTableVersion and its upgrade handlers: partial-update mode and the merge properties
+        # came with version 9), which hts refuses on open. Everything else may write.
+        Shape.UNKNOWN_PROPERTY: {op: _UNKNOWN_PROPERTY for op in OPERATIONS if op != READ},
         **{shape: {op: reason for op in OPERATIONS} for shape, reason in _OPEN_REASONS.items()},
     }
 )

@@ -1,7 +1,7 @@
 """A table's shape, computed from storage (and the options an operator declares), and its checks.
 
 Storage tells most shapes (census: ``docs/table-shapes.md``): ``hoodie.properties`` (already parsed
-into :class:`~hoodie.config.table_config.TableConfig`, which refuses unknown keys on open), the
+into :class:`~hoodie.config.table_config.TableConfig`; a key hts does not know is a shape too), the
 file ids of the latest file groups (re-checked from new writes' write stats only),
 ``.hoodie/.bucket_index/...``, ``.hoodie/.schema/``, the commits' extra metadata (``latest_schema``;
 the commit schemas, for changes outside Hudi's type promotions), the metadata partitions and
@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from hoodie.config.table_config import RecordMergeMode, TableKeys
+from hoodie.config.table_config import RecordMergeMode, TableKeys, unknown_property
 from hoodie.errors import InvalidTableConfigError, UnsupportedShapeError, UnsupportedTableError
 from hoodie.file_group.file_slice import FileGroupId
 from hoodie.index.bucket import bucket_id_from_file_id, is_bucket_file_id, is_nbcc_bucket_file_id
@@ -406,6 +406,9 @@ def detect(
     if table.is_metadata_table:
         return TableShape(table.base_path)
     features: list[ShapeFeature] = []
+    unknown = unknown_property(config.props)
+    if unknown is not None:  # named first: every operation but reading is refused on it
+        features.append(ShapeFeature(Shape.UNKNOWN_PROPERTY, unknown))
     if (config.get(TableKeys.CDC_ENABLED) or "").strip().lower() == "true":
         mode = config.props.get(TableKeys.CDC_LOGGING_MODE.key)
         extra = f", {TableKeys.CDC_LOGGING_MODE.key}={mode}" if mode else ""
