@@ -38,6 +38,8 @@ class Shape(StrEnum):
     FLINK_STATE = "Flink-state index"
     SCHEMA_ON_READ = "schema-on-read evolution"
     PARTIAL_UPDATES = "partial-update mode"
+    PARTIAL_BLOCKS = "partial-update log blocks"
+    UNMERGED_PARTIAL_BLOCKS = "partial-update log blocks without a partial merge"
     EXPRESSION_INDEX = "expression index"
     METADATA_TABLE = "metadata table"
     SAVEPOINTS = "savepointed"
@@ -79,6 +81,11 @@ _PARTIAL_LOG_COMPACTION = (
     "Hudi's log compaction writes the merged log records of a file slice as one new block; hts's log "
     "compaction merges complete records only (COMMIT_TIME_ORDERING and EVENT_TIME_ORDERING), not "
     "partial-update modes nor IS_PARTIAL blocks"
+)
+_UNMERGED_PARTIAL_BLOCKS = (
+    "Hudi's file-group reader merges IS_PARTIAL blocks with the table merger's partialMerge "
+    "(PartialUpdateBufferedRecordMerger) and fails when the merger does not implement it "
+    "(HoodieRecordMerger.partialMerge): there is no merged record to read or write"
 )
 _BUCKET_CLUSTERING = (
     "clustering writes new file groups with random ids, and Hudi's bucket index maps keys to file groups by "
@@ -300,6 +307,13 @@ MATRIX: Mapping[Shape, Mapping[str, str]] = MappingProxyType(
         # Reads, compaction and clustering merge partial updates onto the previous version
         # (hoodie.merge.buffer, the per-record engine); log compaction is refused.
         Shape.PARTIAL_UPDATES: {"logcompaction": _PARTIAL_LOG_COMPACTION},
+        # Seen in the headers of the log files a plan merges (hoodie.shape.partial_blocks), at
+        # schedule time; reads, compaction and clustering merge them as Hudi does (KEEP_VALUES).
+        Shape.PARTIAL_BLOCKS: {"logcompaction": _PARTIAL_LOG_COMPACTION},
+        # Whatever merges a slice's log records: writes only append (or rewrite COW base files).
+        Shape.UNMERGED_PARTIAL_BLOCKS: dict.fromkeys(
+            (op for op in _READS_EVERY_COLUMN if op != WRITE), _UNMERGED_PARTIAL_BLOCKS
+        ),
         Shape.EXPRESSION_INDEX: _EXPR_REFUSED,
         Shape.METADATA_TABLE: {},
         Shape.SAVEPOINTS: {},

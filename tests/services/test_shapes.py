@@ -27,6 +27,7 @@ from hoodie.file_group.log_block import BlockType, HeaderKey, encode_block
 from hoodie.file_group.log_reader import read_blocks
 from hoodie.index.bucket import bucket_id_str
 from hoodie.io.fileio import LocalFileIO
+from hoodie.merge.config import PARTIAL_UPDATE_PAYLOAD, PAYLOAD_BASED_STRATEGY_ID
 from hoodie.read.reader import TableReader
 from hoodie.read.slice_reader import decode_data_block
 from hoodie.schema.avro_arrow import avro_to_arrow_schema, encode_avro_block_content
@@ -535,6 +536,8 @@ def test_shape_matrix(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[
 
 
 TESTED_ALONE = {
+    Shape.PARTIAL_BLOCKS,
+    Shape.UNMERGED_PARTIAL_BLOCKS,
     Shape.SECONDARY_INDEX,
     Shape.SECONDARY_INDEXED,
     Shape.CUSTOM_MERGE,
@@ -1059,9 +1062,68 @@ def test_is_partial_blocks_without_a_partial_update_mode(
     before = table_hash(path)
     assert main(["run", "logcompaction", str(path), "--spark-master", "in-process"]) != 0
     err = capsys.readouterr().err
-    assert "partial-update mode" in err and "IS_PARTIAL=true" in err and "refused" in err, err
+    assert "partial-update log blocks table" in err and "IS_PARTIAL=true" in err and "refused" in err, err
     assert table_hash(path) == before
     assert main(["run", "compaction", str(path), "--spark-master", "in-process"]) == 0
     assert _rows_read(TableReader(HoodieTable.open(str(path))).snapshot()) == model
     built = HudiTableBuilder.from_base_uri(str(path)).with_hudi_option("hoodie.metadata.enable", "false")
     assert _rows_read(pa.Table.from_batches(built.build().read())) == model
+
+
+PAYLOAD_MERGE = {
+    "hoodie.record.merge.mode": "CUSTOM",
+    "hoodie.record.merge.strategy.id": PAYLOAD_BASED_STRATEGY_ID,
+    "hoodie.compaction.payload.class": PARTIAL_UPDATE_PAYLOAD,
+}
+
+
+def _with_partial_block(path: Path) -> None:
+    """A partial update of ``v`` on k1 and k3, written as Spark SQL's MERGE INTO writes it."""
+    before_logs = set(path.rglob(".*.log.*"))
+    partial = rows([1, 3], 1)
+    HoodieWriter(HoodieTable.open(str(path))).upsert(
+        partial.set_column(partial.schema.get_field_index("v"), "v", pa.array(["partial1", "partial3"]))
+    )
+    for log in set(path.rglob(".*.log.*")) - before_logs:
+        _partial_block(log, ("ts", "v"))
+
+
+def test_is_partial_blocks_under_a_merger_without_partial_merge_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Hudi's reader fails on an IS_PARTIAL block when the table's merger has no partialMerge (the
+    payload-based merger): reads are refused naming the block, and compaction and clustering are
+    refused when they schedule (the headers of the planned slices' logs are read), nothing written."""
+    path = base_table(tmp_path / "t", version=TableVersion.EIGHT)
+    _write_props(path, PAYLOAD_MERGE)
+    _with_partial_block(path)
+    shape = Shape.UNMERGED_PARTIAL_BLOCKS.value
+    with pytest.raises(UnsupportedShapeError, match=f"{shape} table \\(IS_PARTIAL=true in .*read is refused"):
+        TableReader(HoodieTable.open(str(path))).snapshot()
+    for service in ("compaction", "clustering", "logcompaction"):
+        before = table_hash(path)
+        assert main(["run", service, str(path), "--spark-master", "in-process"]) != 0
+        err = capsys.readouterr().err
+        # log compaction is refused on the table's CUSTOM merge mode already, before any block is read
+        named = (
+            "custom merge mode table" if service == "logcompaction" else f"{shape} table (IS_PARTIAL=true in"
+        )
+        assert named in err and f"{service} is refused" in err and table_hash(path) == before, err
+        if service != "logcompaction":
+            assert "PayloadRecordMerger" in err, err
+
+
+def test_a_compaction_planned_before_the_merger_changed_is_refused_when_it_runs(tmp_path: Path) -> None:
+    """A plan written elsewhere (Hudi's scheduler, or before the merge properties changed) is checked
+    again when it runs, before any base file is written."""
+    path = base_table(tmp_path / "t", version=TableVersion.EIGHT)
+    _with_partial_block(path)
+    ctx = ServiceContext(HoodieTable.open(str(path)), {"hoodie.compact.inline.max.delta.commits": "1"})
+    scheduled = service_named("compaction").schedule(ctx)
+    assert scheduled is not None and scheduled.instant_time is not None
+    _write_props(path, PAYLOAD_MERGE)
+    before = table_hash(path)
+    table = HoodieTable.open(str(path))
+    with pytest.raises(UnsupportedShapeError, match="IS_PARTIAL=true in .*compaction is refused"):
+        service_named("compaction").execute(ServiceContext(table, {}), scheduled.instant_time, LocalRunner())
+    assert table_hash(path) == before
