@@ -310,9 +310,10 @@ MATRIX: Mapping[Shape, Mapping[str, str]] = MappingProxyType(
         # Seen in the headers of the log files a plan merges (hoodie.shape.partial_blocks), at
         # schedule time; reads, compaction and clustering merge them as Hudi does (KEEP_VALUES).
         Shape.PARTIAL_BLOCKS: {"logcompaction": _PARTIAL_LOG_COMPACTION},
-        # Whatever merges a slice's log records: writes only append (or rewrite COW base files).
+        # Whatever merges a slice's log records (indexing builds from the merged latest slices):
+        # writes only append to logs (or rewrite COW base files, which have no logs).
         Shape.UNMERGED_PARTIAL_BLOCKS: dict.fromkeys(
-            (op for op in _READS_EVERY_COLUMN if op != WRITE), _UNMERGED_PARTIAL_BLOCKS
+            (*(op for op in _READS_EVERY_COLUMN if op != WRITE), "indexing"), _UNMERGED_PARTIAL_BLOCKS
         ),
         Shape.EXPRESSION_INDEX: _EXPR_REFUSED,
         Shape.METADATA_TABLE: {},

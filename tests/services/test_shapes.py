@@ -1092,8 +1092,8 @@ def test_is_partial_blocks_under_a_merger_without_partial_merge_are_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Hudi's reader fails on an IS_PARTIAL block when the table's merger has no partialMerge (the
-    payload-based merger): reads are refused naming the block, and compaction and clustering are
-    refused when they schedule (the headers of the planned slices' logs are read), nothing written."""
+    payload-based merger): reads are refused naming the block, and compaction, clustering and indexing
+    are refused when they schedule (the headers of the slices' logs are read), nothing written."""
     path = base_table(tmp_path / "t", version=TableVersion.EIGHT)
     _write_props(path, PAYLOAD_MERGE)
     _with_partial_block(path)
@@ -1111,6 +1111,12 @@ def test_is_partial_blocks_under_a_merger_without_partial_merge_are_refused(
         assert named in err and f"{service} is refused" in err and table_hash(path) == before, err
         if service != "logcompaction":
             assert "PayloadRecordMerger" in err, err
+    before = table_hash(path)
+    indexing = ["run", "indexing", str(path), "--option", "hoodie.metadata.record.index.enable=true"]
+    assert main(indexing) != 0
+    err = capsys.readouterr().err
+    assert f"{shape} table (IS_PARTIAL=true in" in err and "indexing is refused" in err, err
+    assert table_hash(path) == before
 
 
 def test_a_compaction_planned_before_the_merger_changed_is_refused_when_it_runs(tmp_path: Path) -> None:
