@@ -1133,3 +1133,46 @@ def test_a_compaction_planned_before_the_merger_changed_is_refused_when_it_runs(
     with pytest.raises(UnsupportedShapeError, match="IS_PARTIAL=true in .*compaction is refused"):
         service_named("compaction").execute(ServiceContext(table, {}), scheduled.instant_time, LocalRunner())
     assert table_hash(path) == before
+
+
+class CountingFileIO(LocalFileIO):
+    """The local filesystem, counting the bytes read from log files."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.log_bytes = 0
+
+    def read_bytes(self, path: str) -> bytes:
+        data = super().read_bytes(path)
+        self.log_bytes += len(data) if ".log." in path else 0
+        return data
+
+    def read_range(self, path: str, offset: int, length: int) -> bytes:
+        data = super().read_range(path, offset, length)
+        self.log_bytes += len(data) if ".log." in path else 0
+        return data
+
+
+def test_the_schedule_time_check_reads_log_block_headers_not_their_records(tmp_path: Path) -> None:
+    """The planned slices' logs are read up to each block's header: a 3 MiB partial block costs at
+    most the 1 MiB prefix a header is looked for in, not its records."""
+    from hoodie.services.compaction_plan import compaction_operation, slice_of
+    from hoodie.services.partial_check import check_planned_slices
+
+    path = base_table(tmp_path / "t", version=TableVersion.EIGHT)
+    _write_props(path, PAYLOAD_MERGE)
+    before_logs = set(path.rglob(".*.log.*"))
+    big = rows([1], 1)
+    HoodieWriter(HoodieTable.open(str(path))).upsert(
+        big.set_column(big.schema.get_field_index("v"), "v", pa.array(["x" * (3 << 20)]))
+    )
+    (log,) = set(path.rglob(".*.log.*")) - before_logs
+    _partial_block(log, ("ts", "v"))
+    assert log.stat().st_size > 3 << 20
+    fileio = CountingFileIO()
+    table = HoodieTable(fileio, str(path), HoodieTable.open(str(path)).config)
+    timeline = table.reload()
+    slices = [slice_of(compaction_operation(s)) for s in table.file_system_view().latest_file_slices()]
+    with pytest.raises(UnsupportedShapeError, match=f"IS_PARTIAL=true in .*{log.name}"):
+        check_planned_slices(table, timeline, "compaction", slices)
+    assert 0 < fileio.log_bytes <= (1 << 20) + 64 * 1024, fileio.log_bytes
