@@ -183,8 +183,9 @@ def _unimplemented(config: TableConfig) -> str | None:
     return None
 
 
-def _unknown(props: Mapping[str, str]) -> str | None:
-    """``key=value`` of the first key (in sorted order) that hts does not know."""
+def unknown_property(props: Mapping[str, str]) -> str | None:
+    """``key=value`` of the first key (in sorted order) that hts does not know. Not refused on open:
+    the shape matrix refuses what writes with it (``Shape.UNKNOWN_PROPERTY``) and reads go on."""
     for key in sorted(props):
         if key not in _KNOWN_KEYS and not key.startswith(TableKeys.MERGE_PROPERTY_PREFIX):
             return f"{key}={props[key]}"
@@ -374,9 +375,6 @@ class TableConfig:
         unimplemented = _unimplemented(self)
         if unimplemented is not None:
             raise refuse_on_open(source, Shape.UNIMPLEMENTED_PROPERTY, unimplemented)
-        unknown = _unknown(self.props)
-        if unknown is not None:
-            raise refuse_on_open(source, Shape.UNKNOWN_PROPERTY, unknown)
 
     # -- accessors ----------------------------------------------------------------------------
     def get(self, key: ConfigKey) -> str | None:

@@ -30,6 +30,11 @@ def enabled_partitions(table: HoodieTable) -> list[str]:
     return out
 
 
+def secondary_index_partitions(table: HoodieTable) -> list[str]:
+    """The secondary indexes among :func:`enabled_partitions`, maintained by hts or not."""
+    return [p for p in enabled_partitions(table) if p.startswith(MetadataPartition.SECONDARY_PREFIX)]
+
+
 def has_metadata_table(table: HoodieTable) -> bool:
     return table.has_metadata_table and bool(enabled_partitions(table))
 

@@ -34,6 +34,7 @@ from hoodie.models.codec import load_schema
 from hoodie.read.log_scanner import InstantRange, ScanStats, scan_log_blocks
 from hoodie.schema.avro_arrow import avro_to_arrow_schema, conform, decode_avro_block_content
 from hoodie.schema.internal_schema import SchemaOnRead
+from hoodie.shape.partial_blocks import check_partial_blocks
 
 _I32 = struct.Struct(">i")
 _WRAPPER_PREFIX = "org.apache.hudi.avro.model."
@@ -229,6 +230,8 @@ def iter_read_slice(
         yield from base_batches
         return
     partial = any(b.is_partial for b in blocks)
+    if partial:  # services check the slices they plan to merge when they schedule and execute
+        check_partial_blocks(base_path, "read", blocks, opts.merge)
     if opts.vectorized and not partial:
         batches: list[pa.Table | DeleteEntries] = []
         for block in blocks:

@@ -54,10 +54,12 @@ from hoodie.services.clustering_executor import (
     SORT_COLUMNS_KEY,
     SPARK_SORT_AND_SIZE,
     execute_clustering,
+    slice_of,
 )
 from hoodie.services.incremental import incremental_enabled, incremental_option, partitions_written_since
 from hoodie.services.layout import parse_sort_columns
 from hoodie.services.options import bool_option, int_option
+from hoodie.services.partial_check import check_planned_slices
 from hoodie.services.planning import planning_view
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant
@@ -460,6 +462,13 @@ def schedule_clustering(
         requested = plan_clustering(table, policy, timeline, now=now)
         if requested is None:
             return None
+        if requested.clustering_plan is not None and table.config.is_mor:
+            slices = [
+                slice_of(info)
+                for g in requested.clustering_plan.input_groups or ()
+                for info in g.slices or ()
+            ]
+            check_planned_slices(table, timeline, "clustering", slices)
         action = Action.CLUSTERING if table.table_version >= 8 else Action.REPLACE_COMMIT
         scheduled = ctx.request(timeline, action, requested, reason, dry_run=dry_run)
     plan = requested.clustering_plan

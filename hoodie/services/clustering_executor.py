@@ -55,6 +55,7 @@ from hoodie.services.clustering_copy import (
     write_rewritten_file,
 )
 from hoodie.services.layout import LayoutOptions, parse_sort_columns, sort_for_layout
+from hoodie.services.partial_check import check_planned_slices
 from hoodie.services.rollback import recover_inflight
 from hoodie.services.slice_tasks import (
     COMPRESSION_KEY,
@@ -353,6 +354,9 @@ def execute_clustering(ctx: ServiceContext, instant_time: str, runner: Runner) -
     requested = table.clustering_plan(instant_time, found)
     plan = requested.clustering_plan
     assert plan is not None  # is_clustering checked it
+    if table.config.is_mor:  # IS_PARTIAL blocks the merger cannot merge (e.g. a plan Hudi scheduled)
+        slices = [slice_of(info) for g in plan.input_groups or () for info in g.slices or ()]
+        check_planned_slices(table, found, "clustering", slices)
     strategy = plan.strategy.strategy_class_name if plan.strategy else None
     if strategy not in EXECUTION_STRATEGIES:
         raise TableServiceError(

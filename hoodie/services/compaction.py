@@ -52,6 +52,7 @@ from hoodie.services.claim import claim_instant, require_pending
 from hoodie.services.compaction_plan import compaction_operation, compaction_plan, slice_of
 from hoodie.services.incremental import compaction_partitions, incremental_enabled, incremental_option
 from hoodie.services.options import int_option
+from hoodie.services.partial_check import check_planned_slices
 from hoodie.services.planning import planning_view
 from hoodie.services.rollback import recover_inflight
 from hoodie.services.slice_tasks import (
@@ -326,6 +327,7 @@ def schedule_compaction(
         plan = plan_compaction(table, policy, timeline)
         if plan is None:
             return None
+        check_planned_slices(table, timeline, "compaction", map(slice_of, plan.operations or ()))
         scheduled = ctx.request(timeline, Action.COMPACTION, plan, reason, dry_run=dry_run)
     if not dry_run:
         log.info(
@@ -502,8 +504,8 @@ def execute_compaction(ctx: ServiceContext, instant_time: str, runner: Runner) -
     plan = table.compaction_plan(
         instant_time, require_pending(ctx, instant_time, Action.COMPACTION, "compaction")
     )
-    for op in plan.operations or ():
-        slice_of(op)  # every file name must parse: a bad plan fails before anything is written
+    slices = [slice_of(op) for op in plan.operations or ()]  # a bad plan fails before anything is written
+    check_planned_slices(table, table.timeline, "compaction", slices)  # e.g. a plan Hudi scheduled
     budget = MemoryBudget.from_options(ctx.options)  # bad memory keys fail before anything too
     schema_json = latest_writer_schema(table, "compaction")
     with claim_instant(

@@ -90,6 +90,7 @@ from hoodie.services.base import (
 from hoodie.services.claim import claim_instant, require_pending
 from hoodie.services.compaction_plan import compaction_operation, slice_of
 from hoodie.services.options import bool_option
+from hoodie.services.partial_check import check_planned_slices
 from hoodie.services.slice_tasks import SliceTask, latest_writer_schema, slice_task_fields
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
@@ -207,6 +208,14 @@ def _contiguous_completed_writes(timeline: ActiveTimeline) -> Timeline:
     return completed.before(first_pending.requested_time)
 
 
+def _check_partial_blocks(table: HoodieTable, timeline: ActiveTimeline) -> None:
+    """A build reads every latest slice merged: IS_PARTIAL blocks the table's merger cannot merge
+    refuse it (the headers are read only on tables whose merger has no partial merge)."""
+    if table.config.is_mor:
+        slices = table.file_system_view(timeline=timeline).latest_file_slices()
+        check_planned_slices(table, timeline, "indexing", slices)
+
+
 def schedule_indexing(ctx: ServiceContext, *, dry_run: bool = False) -> Scheduled | None:
     """Write ``T.indexing.requested`` for the partitions ``ctx.options`` ask for; None when they
     are all built or being built, or the table has no completed write to index up to."""
@@ -235,6 +244,7 @@ def schedule_indexing(ctx: ServiceContext, *, dry_run: bool = False) -> Schedule
         if upto is None:
             log.info("%s: no completed write to index up to", table.base_path)
             return None
+        _check_partial_blocks(table, timeline)
         plan = IndexPlan(
             index_partition_infos=[
                 IndexPartitionInfo(
@@ -436,6 +446,7 @@ def execute_indexing(ctx: ServiceContext, instant_time: str, runner: Runner) -> 
             "cannot build or keep current. Nothing was written."
         )
     build = [p for p in partitions if p != MetadataPartition.FILES]
+    _check_partial_blocks(table, table.timeline)
     with claim_instant(
         ctx, instant_time, Action.INDEXING, "indexing", undo=lambda i: _undo(ctx, plan, i)
     ) as claim:

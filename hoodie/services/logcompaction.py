@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hoodie.config.table_config import RecordMergeMode
-from hoodie.errors import TableServiceError, UnsupportedShapeError, UnsupportedTableError
+from hoodie.errors import TableServiceError, UnsupportedTableError
 from hoodie.file_group.file_slice import FileGroupId, FileSlice
 from hoodie.file_group.log_block import BlockType, HeaderKey, LogBlock, encode_block
 from hoodie.file_group.log_file import LogFile
@@ -74,6 +74,7 @@ from hoodie.services.slice_tasks import (
     slice_task_fields,
     stats_by_partition,
 )
+from hoodie.shape.partial_blocks import check_partial_blocks
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.instant_time import normalize
@@ -145,24 +146,6 @@ def require_log_compactable(table: HoodieTable) -> MergeConfig:
     return merge
 
 
-def _check_blocks(blocks: list[LogBlock], where: str) -> None:
-    """Refuse IS_PARTIAL blocks (Spark SQL's partial MERGE INTO writes them without a table
-    property, so the shape shows in the blocks only), as the matrix refuses partial updates."""
-    from hoodie.shape.matrix import Shape, cell
-
-    for block in blocks:
-        if block.is_partial:
-            reason = cell(Shape.PARTIAL_UPDATES, "logcompaction")
-            assert reason is not None
-            raise UnsupportedShapeError(
-                where,
-                Shape.PARTIAL_UPDATES.value,
-                f"IS_PARTIAL=true in {block.log_file}@{block.offset}",
-                "logcompaction",
-                reason,
-            )
-
-
 # -- planning ---------------------------------------------------------------------------------
 
 
@@ -181,7 +164,7 @@ def plan_log_compaction(
     by an earlier log compaction counted once. File groups under a pending compaction, clustering
     or log compaction are left out, as are replaced ones.
     """
-    require_log_compactable(table)
+    merge = require_log_compactable(table)
     tl = timeline or table.reload()
     view = planning_view(table, tl)
     busy = set(table.pending_compaction_operations(tl)) | set(table.pending_clustering_file_groups(tl))
@@ -207,7 +190,7 @@ def plan_log_compaction(
                 is_committed=view.is_committed,
                 latest_instant=latest,
             )
-            _check_blocks(blocks, table.base_path)
+            check_partial_blocks(table.base_path, SERVICE, blocks, merge)
             if not blocks or _already_log_compacted(blocks):
                 continue
             threshold = policy.blocks_threshold
@@ -360,7 +343,7 @@ def log_compact_file_group(task: Task) -> TaskResult:
         latest_instant=instant_time,
         stats=stats,
     )
-    _check_blocks(blocks, table.base_path)
+    check_partial_blocks(table.base_path, SERVICE, blocks, merge)
     on_read = job.on_read()
     batches: list[pa.Table | DeleteEntries] = []
     for block in blocks:

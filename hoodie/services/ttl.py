@@ -17,6 +17,11 @@ delete-partition commit (``startDeletePartitionCommit`` + ``SparkDeletePartition
 No data file is touched: readers stop seeing the partitions at once, and a later clean deletes the
 replaced file groups and the emptied partition folders (``hoodie.services.clean``).
 
+Tables whose metadata table has a secondary index are refused by the shape matrix (Hudi's metadata
+writer refuses the commit there: ``Shape.SECONDARY_INDEXED``); the metadata partitions hts keeps
+(``files``, ``record_index``, ``partition_stats``) are updated as Hudi does (``hoodie.metadata.sync``),
+and column stats and bloom filters have nothing to update (no write stats).
+
 When a pending compaction, log compaction or clustering has a file group in an expired partition,
 Hudi's delete refuses (``DeletePartitionUtils.checkForPendingTableServiceActions``) and its TTL
 executor does nothing until next time; so does hts, saying which instants stand in the way.
@@ -34,9 +39,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar, NoReturn
 
-from hoodie.errors import TableServiceError, UnsupportedTableError
-from hoodie.metadata.partitions import enabled_partitions, has_metadata_table
-from hoodie.metadata.records import MetadataPartition
+from hoodie.errors import TableServiceError
 from hoodie.models.base import AvroRecord
 from hoodie.models.clustering import RequestedReplaceMetadata
 from hoodie.models.commit import CommitMetadata, ReplaceCommitMetadata, WriteOperationType
@@ -63,19 +66,6 @@ log = logging.getLogger(__name__)
 
 SERVICE = "ttl"
 DELETE_PARTITION = WriteOperationType.DELETE_PARTITION.value
-METADATA_PARTITIONS_KEY = "hoodie.table.metadata.partitions"
-_KEPT_CURRENT = frozenset(
-    {
-        MetadataPartition.FILES,
-        MetadataPartition.COLUMN_STATS,
-        MetadataPartition.BLOOM_FILTERS,
-        MetadataPartition.RECORD_INDEX,
-        MetadataPartition.PARTITION_STATS,
-    }
-)
-"""Metadata partitions a delete-partition commit leaves as they are (no write stats: column stats, bloom
-filters) or that hts updates as Hudi does (``files``, ``record_index``, ``partition_stats``:
-``hoodie.metadata.sync``). Tables with secondary indexes are refused."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -103,21 +93,6 @@ class TTLPlan(AvroRecord):
     @property
     def partitions(self) -> list[str]:
         return list(self.partition_to_replace_file_ids)
-
-
-def require_maintainable_metadata(table: HoodieTable) -> None:
-    """Refuse, before writing, a table whose metadata table has an index a delete-partition commit changes
-    in ways hts does not write."""
-    if not has_metadata_table(table):
-        return
-    other = [p for p in enabled_partitions(table) if p not in _KEPT_CURRENT]
-    if other:
-        raise UnsupportedTableError(
-            f"{table.base_path}: partition TTL is refused on a table whose metadata table has {other} "
-            f"({METADATA_PARTITIONS_KEY}={','.join(enabled_partitions(table))}): hts has not settled what "
-            "Hudi's delete-partition commit does to those indexes, so it does not commit one. "
-            "Nothing was written."
-        )
 
 
 def _blocking_instants(table: HoodieTable, timeline: ActiveTimeline, partitions: set[str]) -> list[str]:
@@ -179,7 +154,6 @@ def schedule_ttl(ctx: ServiceContext, *, dry_run: bool = False) -> Scheduled | N
     config = TTLConfig.from_options(ctx.options)
     table = ctx.table
     ctx.check_shape(SERVICE)
-    require_maintainable_metadata(table)
     with ctx.transaction():
         timeline = table.reload()
         plan = plan_ttl(table, timeline, config, ctx.new_instant_time(lock_held=True))
@@ -196,7 +170,6 @@ def execute_ttl(ctx: ServiceContext) -> ExecutionResult:
     config = TTLConfig.from_options(ctx.options)
     table = ctx.table
     ctx.check_shape(SERVICE)
-    require_maintainable_metadata(table)
     with ctx.transaction():
         timeline = table.reload()
         instant_time = ctx.new_instant_time(lock_held=True)

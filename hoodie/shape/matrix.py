@@ -38,6 +38,8 @@ class Shape(StrEnum):
     FLINK_STATE = "Flink-state index"
     SCHEMA_ON_READ = "schema-on-read evolution"
     PARTIAL_UPDATES = "partial-update mode"
+    PARTIAL_BLOCKS = "partial-update log blocks"
+    UNMERGED_PARTIAL_BLOCKS = "partial-update log blocks without a partial merge"
     EXPRESSION_INDEX = "expression index"
     METADATA_TABLE = "metadata table"
     SAVEPOINTS = "savepointed"
@@ -48,12 +50,14 @@ class Shape(StrEnum):
     METADATA_TABLE_VERSION = "metadata-indexed version-6"
     METADATA_PARTITION = "unmaintained metadata partition"
     SECONDARY_INDEX = "unmaintained secondary index"
+    SECONDARY_INDEXED = "secondary-indexed"
     UNREADABLE_SCHEMA = "unreadable evolved schema"
     KEY_GENERATOR = "unsupported key generator"
     UNSUPPORTED_MERGE = "unsupported record merging"
     CUSTOM_MERGE = "custom merge mode"
     MULTI_FIELD_ORDERING = "multi-field ordering"
     VERSION_6 = "version-6"
+    UNKNOWN_PROPERTY = "unknown property"
     # refused when the table is opened
     BOOTSTRAP = "bootstrapped"
     TABLE_FORMAT = "non-native table format"
@@ -63,7 +67,6 @@ class Shape(StrEnum):
     VIRTUAL_KEYS_KEYGEN = "virtual keys with a key generator that cannot rebuild keys"
     TABLE_VERSION = "unsupported table version"
     LOG_FILE_FORMAT = "unsupported log file format"
-    UNKNOWN_PROPERTY = "unknown property"
     UNIMPLEMENTED_PROPERTY = "unimplemented property"
 
 
@@ -78,6 +81,11 @@ _PARTIAL_LOG_COMPACTION = (
     "Hudi's log compaction writes the merged log records of a file slice as one new block; hts's log "
     "compaction merges complete records only (COMMIT_TIME_ORDERING and EVENT_TIME_ORDERING), not "
     "partial-update modes nor IS_PARTIAL blocks"
+)
+_UNMERGED_PARTIAL_BLOCKS = (
+    "Hudi's file-group reader merges IS_PARTIAL blocks with the table merger's partialMerge "
+    "(PartialUpdateBufferedRecordMerger) and fails when the merger does not implement it "
+    "(HoodieRecordMerger.partialMerge): there is no merged record to read or write"
 )
 _BUCKET_CLUSTERING = (
     "clustering writes new file groups with random ids, and Hudi's bucket index maps keys to file groups by "
@@ -159,6 +167,11 @@ _SECONDARY_INDEX = (
     "a write updates every secondary index with the keys it changes (SecondaryIndexRecordGenerationUtils); "
     "hts keeps single-column identity indexes on string, int, long, double and boolean columns only"
 )
+_SECONDARY_INDEXED = (
+    "Hudi's metadata writer refuses to commit an insert overwrite or a delete_partition on a table with a "
+    'secondary index (HoodieBackedTableMetadataWriter.updateSecondaryIndexIfPresent: "Can not perform '
+    'operation ... on secondary index", WriteOperationType.isInsertOverwriteOrDeletePartition)'
+)
 _UNREADABLE_SCHEMA = (
     "Hudi reads older files with the latest schema through its type promotions "
     "(HoodieAvroUtils.rewriteRecordWithNewSchema, InternalSchemaMerger); hts does not implement this change, "
@@ -194,6 +207,11 @@ _SCHEMA_ON_READ_TTL = (
     ".schemacommit) on the commit paths that call it, and a delete_partition may or may not take one "
     "depending on how it is run (inline TTL, HoodieTTLJob, run_ttl); hts does not commit one"
 )
+_UNKNOWN_PROPERTY = (
+    "hts knows the keys Hudi persists in hoodie.properties for table versions 6, 8 and 9 "
+    "(HoodieTableConfig, its PERSISTED_CONFIG_LIST and the merge properties); a key from a later "
+    "release or a plugin may change what every writer and service must write"
+)
 _OPEN_REASONS: dict[Shape, str] = {
     Shape.BOOTSTRAP: (
         "Hudi stitches skeleton files with the external source files (HoodieFileGroupReader bootstrap "
@@ -221,11 +239,6 @@ _OPEN_REASONS: dict[Shape, str] = {
         "HoodieLSMTreeLayout); upgrade or downgrade the table with Apache Hudi first"
     ),
     Shape.LOG_FILE_FORMAT: "hts reads and writes HOODIE_LOG log files only",
-    Shape.UNKNOWN_PROPERTY: (
-        "hts knows the keys Hudi persists in hoodie.properties for table versions 6, 8 and 9 "
-        "(HoodieTableConfig, its PERSISTED_CONFIG_LIST and the merge properties); a key from a later "
-        "release or a plugin may change what every writer and service must write"
-    ),
     Shape.UNIMPLEMENTED_PROPERTY: (
         "Hudi's writers act on this key (HoodieTableConfig), and hts does not implement it"
     ),
@@ -294,6 +307,14 @@ MATRIX: Mapping[Shape, Mapping[str, str]] = MappingProxyType(
         # Reads, compaction and clustering merge partial updates onto the previous version
         # (hoodie.merge.buffer, the per-record engine); log compaction is refused.
         Shape.PARTIAL_UPDATES: {"logcompaction": _PARTIAL_LOG_COMPACTION},
+        # Seen in the headers of the log files a plan merges (hoodie.shape.partial_blocks), at
+        # schedule time; reads, compaction and clustering merge them as Hudi does (KEEP_VALUES).
+        Shape.PARTIAL_BLOCKS: {"logcompaction": _PARTIAL_LOG_COMPACTION},
+        # Whatever merges a slice's log records (indexing builds from the merged latest slices):
+        # writes only append to logs (or rewrite COW base files, which have no logs).
+        Shape.UNMERGED_PARTIAL_BLOCKS: dict.fromkeys(
+            (*(op for op in _READS_EVERY_COLUMN if op != WRITE), "indexing"), _UNMERGED_PARTIAL_BLOCKS
+        ),
         Shape.EXPRESSION_INDEX: _EXPR_REFUSED,
         Shape.METADATA_TABLE: {},
         Shape.SAVEPOINTS: {},
@@ -309,6 +330,12 @@ MATRIX: Mapping[Shape, Mapping[str, str]] = MappingProxyType(
         # Table services move records without changing their secondary keys (the index maps
         # secondary key -> record key): only writes must update it.
         Shape.SECONDARY_INDEX: {WRITE: _SECONDARY_INDEX},
+        # Partition TTL commits delete_partition replacecommits; both overwrites replace file groups.
+        Shape.SECONDARY_INDEXED: {
+            f"{WRITE}:insert_overwrite": _SECONDARY_INDEXED,
+            f"{WRITE}:insert_overwrite_table": _SECONDARY_INDEXED,
+            "ttl": _SECONDARY_INDEXED,
+        },
         # Reading is refused too: the values would be read wrongly. Services that move records
         # without rewriting them (clean, archival, rollback, restore, savepoint) are handled.
         Shape.UNREADABLE_SCHEMA: dict.fromkeys(_READS_EVERY_COLUMN, _UNREADABLE_SCHEMA),
@@ -319,6 +346,12 @@ MATRIX: Mapping[Shape, Mapping[str, str]] = MappingProxyType(
         Shape.CUSTOM_MERGE: {"logcompaction": _LOG_COMPACTION_MERGE},
         Shape.MULTI_FIELD_ORDERING: {"logcompaction": _LOG_COMPACTION_MERGE},
         Shape.VERSION_6: {"indexing": _VERSION_6_INDEXING},
+        # Reads are handled: Hudi's readers take from hoodie.properties only the keys they know
+        # (HoodieTableConfig is a TypedProperties; each reader option looks up its own ConfigProperty)
+        # and a persisted key that changes how files are read comes with a new table version
+        # (HoodieTableVersion and its upgrade handlers: partial-update mode and the merge properties
+        # came with version 9), which hts refuses on open. Everything else may write.
+        Shape.UNKNOWN_PROPERTY: {op: _UNKNOWN_PROPERTY for op in OPERATIONS if op != READ},
         **{shape: {op: reason for op in OPERATIONS} for shape, reason in _OPEN_REASONS.items()},
     }
 )

@@ -1,7 +1,7 @@
 """A table's shape, computed from storage (and the options an operator declares), and its checks.
 
 Storage tells most shapes (census: ``docs/table-shapes.md``): ``hoodie.properties`` (already parsed
-into :class:`~hoodie.config.table_config.TableConfig`, which refuses unknown keys on open), the
+into :class:`~hoodie.config.table_config.TableConfig`; a key hts does not know is a shape too), the
 file ids of the latest file groups (re-checked from new writes' write stats only),
 ``.hoodie/.bucket_index/...``, ``.hoodie/.schema/``, the commits' extra metadata (``latest_schema``;
 the commit schemas, for changes outside Hudi's type promotions), the metadata partitions and
@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from hoodie.config.table_config import RecordMergeMode, TableKeys
+from hoodie.config.table_config import RecordMergeMode, TableKeys, unknown_property
 from hoodie.errors import InvalidTableConfigError, UnsupportedShapeError, UnsupportedTableError
 from hoodie.file_group.file_slice import FileGroupId
 from hoodie.index.bucket import bucket_id_from_file_id, is_bucket_file_id, is_nbcc_bucket_file_id
@@ -327,6 +327,22 @@ def metadata_features(table: HoodieTable, *, expression: bool = False) -> list[S
     return out
 
 
+def _secondary_indexed(table: HoodieTable) -> ShapeFeature | None:
+    """A secondary index, built or being built (whether hts maintains it or not: Hudi refuses
+    overwrites and delete_partition on the table either way)."""
+    from hoodie.metadata.partitions import secondary_index_partitions
+
+    if not table.has_metadata_table:
+        return None
+    found = secondary_index_partitions(table)
+    if not found:
+        return None
+    key = TableKeys.METADATA_PARTITIONS
+    if found[0] not in table.config.metadata_partitions:
+        key = TableKeys.METADATA_PARTITIONS_INFLIGHT
+    return ShapeFeature(Shape.SECONDARY_INDEXED, f"{', '.join(found)} in {key.key}={table.config.get(key)}")
+
+
 def _merge_and_keys(table: HoodieTable) -> list[ShapeFeature]:
     """How the table merges records and generates keys, where hts does not (or not everywhere)."""
     from hoodie.keygen import key_generator_from_properties
@@ -390,6 +406,9 @@ def detect(
     if table.is_metadata_table:
         return TableShape(table.base_path)
     features: list[ShapeFeature] = []
+    unknown = unknown_property(config.props)
+    if unknown is not None:  # named first: every operation but reading is refused on it
+        features.append(ShapeFeature(Shape.UNKNOWN_PROPERTY, unknown))
     if (config.get(TableKeys.CDC_ENABLED) or "").strip().lower() == "true":
         mode = config.props.get(TableKeys.CDC_LOGGING_MODE.key)
         extra = f", {TableKeys.CDC_LOGGING_MODE.key}={mode}" if mode else ""
@@ -414,6 +433,9 @@ def detect(
         if found is not None:
             features.append(found)
     features += metadata_features(table)
+    indexed = _secondary_indexed(table)
+    if indexed is not None:
+        features.append(indexed)
     if config.partial_update_mode:
         features.append(
             ShapeFeature(

@@ -27,6 +27,7 @@ from hoodie.file_group.log_block import BlockType, HeaderKey, encode_block
 from hoodie.file_group.log_reader import read_blocks
 from hoodie.index.bucket import bucket_id_str
 from hoodie.io.fileio import LocalFileIO
+from hoodie.merge.config import PARTIAL_UPDATE_PAYLOAD, PAYLOAD_BASED_STRATEGY_ID
 from hoodie.read.reader import TableReader
 from hoodie.read.slice_reader import decode_data_block
 from hoodie.schema.avro_arrow import avro_to_arrow_schema, encode_avro_block_content
@@ -442,11 +443,12 @@ CASES = [
     Case(
         Shape.LOG_FILE_FORMAT, open_refused({"hoodie.table.log.file.format": "PARQUET"}), evidence="PARQUET"
     ),
-    # A key no table version hts implements persists (census section 20: refuse unknown properties).
+    # A key no table version hts implements persists, as a plugin leaves one (census section 20):
+    # refused for everything that writes; read as Hudi's readers read it (ignoring the key).
     Case(
         Shape.UNKNOWN_PROPERTY,
-        open_refused({"hoodie.table.storage.layout": "LSM_TREE"}),
-        evidence="hoodie.table.storage.layout=LSM_TREE",
+        open_refused({"com.acme.catalog.sync.id": "42"}),
+        evidence="com.acme.catalog.sync.id=42",
     ),
     Case(
         Shape.UNIMPLEMENTED_PROPERTY,
@@ -534,14 +536,18 @@ def test_shape_matrix(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[
 
 
 TESTED_ALONE = {
+    Shape.PARTIAL_BLOCKS,
+    Shape.UNMERGED_PARTIAL_BLOCKS,
     Shape.SECONDARY_INDEX,
+    Shape.SECONDARY_INDEXED,
     Shape.CUSTOM_MERGE,
     Shape.MULTI_FIELD_ORDERING,
     Shape.VIRTUAL_KEYS,
     Shape.PARTIAL_UPDATES,
 }
 """Shapes tested by their own tests: a secondary index on a table Apache Hudi wrote
-(test_an_unmaintained_secondary_index_refuses_writes_only; the base table cannot hold a built one);
+(test_an_unmaintained_secondary_index_refuses_writes_only,
+test_a_secondary_indexed_table_refuses_overwrites_and_partition_ttl; the base table cannot hold a built one);
 the merge and key shapes whose only refusal is log compaction
 (test_log_compaction_is_refused_on_merges_it_does_not_implement; their writes merge as their own
 tests check)."""
@@ -839,6 +845,40 @@ def test_an_unmaintained_secondary_index_refuses_writes_only(
     assert table_hash(path) == before
 
 
+def test_a_secondary_indexed_table_refuses_overwrites_and_partition_ttl(
+    table_copy: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Hudi's metadata writer refuses insert overwrites and delete_partition on a table with a secondary
+    index (``HoodieBackedTableMetadataWriter.updateSecondaryIndexIfPresent``): hts refuses them before
+    writing, naming the index; an upsert (which updates the index) still runs."""
+    path = table_copy("sample_table/mor/avro/v9_txns_simple_meta")
+    shape = HoodieTable.open(str(path)).shape()
+    found = shape.feature(Shape.SECONDARY_INDEXED)
+    named = "secondary_index_merchant_idx, secondary_index_txn_date_idx in hoodie.table.metadata.partitions"
+    assert found is not None and named in found.evidence
+    assert not shape.has(Shape.SECONDARY_INDEX)  # hts maintains this one
+    data = path.parent / "in.parquet"
+    pq.write_table(TableReader(HoodieTable.open(str(path))).snapshot().slice(0, 1), data)
+    for argv, what in (
+        (
+            ["write", str(path), "--input", str(data), "--operation", "insert_overwrite"],
+            "write (insert_overwrite)",
+        ),
+        (
+            ["write", str(path), "--input", str(data), "--operation", "insert_overwrite_table"],
+            "write (insert_overwrite_table)",
+        ),
+        (["run", "ttl", str(path), "--option", "hoodie.partition.ttl.strategy.days.retain=1"], "ttl"),
+    ):
+        before = table_hash(path)
+        assert main(argv) != 0, argv
+        err = capsys.readouterr().err
+        assert f"secondary-indexed table ({named}" in err, err
+        assert f"{what} is refused" in err and "Nothing was written" in err, err
+        assert table_hash(path) == before
+    assert main(["write", str(path), "--input", str(data), "--operation", "upsert"]) == 0
+
+
 class ListingFileIO(LocalFileIO):
     """The local filesystem, recording every folder listed."""
 
@@ -1022,9 +1062,117 @@ def test_is_partial_blocks_without_a_partial_update_mode(
     before = table_hash(path)
     assert main(["run", "logcompaction", str(path), "--spark-master", "in-process"]) != 0
     err = capsys.readouterr().err
-    assert "partial-update mode" in err and "IS_PARTIAL=true" in err and "refused" in err, err
+    assert "partial-update log blocks table" in err and "IS_PARTIAL=true" in err and "refused" in err, err
     assert table_hash(path) == before
     assert main(["run", "compaction", str(path), "--spark-master", "in-process"]) == 0
     assert _rows_read(TableReader(HoodieTable.open(str(path))).snapshot()) == model
     built = HudiTableBuilder.from_base_uri(str(path)).with_hudi_option("hoodie.metadata.enable", "false")
     assert _rows_read(pa.Table.from_batches(built.build().read())) == model
+
+
+PAYLOAD_MERGE = {
+    "hoodie.record.merge.mode": "CUSTOM",
+    "hoodie.record.merge.strategy.id": PAYLOAD_BASED_STRATEGY_ID,
+    "hoodie.compaction.payload.class": PARTIAL_UPDATE_PAYLOAD,
+}
+
+
+def _with_partial_block(path: Path) -> None:
+    """A partial update of ``v`` on k1 and k3, written as Spark SQL's MERGE INTO writes it."""
+    before_logs = set(path.rglob(".*.log.*"))
+    partial = rows([1, 3], 1)
+    HoodieWriter(HoodieTable.open(str(path))).upsert(
+        partial.set_column(partial.schema.get_field_index("v"), "v", pa.array(["partial1", "partial3"]))
+    )
+    for log in set(path.rglob(".*.log.*")) - before_logs:
+        _partial_block(log, ("ts", "v"))
+
+
+def test_is_partial_blocks_under_a_merger_without_partial_merge_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Hudi's reader fails on an IS_PARTIAL block when the table's merger has no partialMerge (the
+    payload-based merger): reads are refused naming the block, and compaction, clustering and indexing
+    are refused when they schedule (the headers of the slices' logs are read), nothing written."""
+    path = base_table(tmp_path / "t", version=TableVersion.EIGHT)
+    _write_props(path, PAYLOAD_MERGE)
+    _with_partial_block(path)
+    shape = Shape.UNMERGED_PARTIAL_BLOCKS.value
+    with pytest.raises(UnsupportedShapeError, match=f"{shape} table \\(IS_PARTIAL=true in .*read is refused"):
+        TableReader(HoodieTable.open(str(path))).snapshot()
+    for service in ("compaction", "clustering", "logcompaction"):
+        before = table_hash(path)
+        assert main(["run", service, str(path), "--spark-master", "in-process"]) != 0
+        err = capsys.readouterr().err
+        # log compaction is refused on the table's CUSTOM merge mode already, before any block is read
+        named = (
+            "custom merge mode table" if service == "logcompaction" else f"{shape} table (IS_PARTIAL=true in"
+        )
+        assert named in err and f"{service} is refused" in err and table_hash(path) == before, err
+        if service != "logcompaction":
+            assert "PayloadRecordMerger" in err, err
+    before = table_hash(path)
+    indexing = ["run", "indexing", str(path), "--option", "hoodie.metadata.record.index.enable=true"]
+    assert main(indexing) != 0
+    err = capsys.readouterr().err
+    assert f"{shape} table (IS_PARTIAL=true in" in err and "indexing is refused" in err, err
+    assert table_hash(path) == before
+
+
+def test_a_compaction_planned_before_the_merger_changed_is_refused_when_it_runs(tmp_path: Path) -> None:
+    """A plan written elsewhere (Hudi's scheduler, or before the merge properties changed) is checked
+    again when it runs, before any base file is written."""
+    path = base_table(tmp_path / "t", version=TableVersion.EIGHT)
+    _with_partial_block(path)
+    ctx = ServiceContext(HoodieTable.open(str(path)), {"hoodie.compact.inline.max.delta.commits": "1"})
+    scheduled = service_named("compaction").schedule(ctx)
+    assert scheduled is not None and scheduled.instant_time is not None
+    _write_props(path, PAYLOAD_MERGE)
+    before = table_hash(path)
+    table = HoodieTable.open(str(path))
+    with pytest.raises(UnsupportedShapeError, match="IS_PARTIAL=true in .*compaction is refused"):
+        service_named("compaction").execute(ServiceContext(table, {}), scheduled.instant_time, LocalRunner())
+    assert table_hash(path) == before
+
+
+class CountingFileIO(LocalFileIO):
+    """The local filesystem, counting the bytes read from log files."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.log_bytes = 0
+
+    def read_bytes(self, path: str) -> bytes:
+        data = super().read_bytes(path)
+        self.log_bytes += len(data) if ".log." in path else 0
+        return data
+
+    def read_range(self, path: str, offset: int, length: int) -> bytes:
+        data = super().read_range(path, offset, length)
+        self.log_bytes += len(data) if ".log." in path else 0
+        return data
+
+
+def test_the_schedule_time_check_reads_log_block_headers_not_their_records(tmp_path: Path) -> None:
+    """The planned slices' logs are read up to each block's header: a 3 MiB partial block costs at
+    most the 1 MiB prefix a header is looked for in, not its records."""
+    from hoodie.services.compaction_plan import compaction_operation, slice_of
+    from hoodie.services.partial_check import check_planned_slices
+
+    path = base_table(tmp_path / "t", version=TableVersion.EIGHT)
+    _write_props(path, PAYLOAD_MERGE)
+    before_logs = set(path.rglob(".*.log.*"))
+    big = rows([1], 1)
+    HoodieWriter(HoodieTable.open(str(path))).upsert(
+        big.set_column(big.schema.get_field_index("v"), "v", pa.array(["x" * (3 << 20)]))
+    )
+    (log,) = set(path.rglob(".*.log.*")) - before_logs
+    _partial_block(log, ("ts", "v"))
+    assert log.stat().st_size > 3 << 20
+    fileio = CountingFileIO()
+    table = HoodieTable(fileio, str(path), HoodieTable.open(str(path)).config)
+    timeline = table.reload()
+    slices = [slice_of(compaction_operation(s)) for s in table.file_system_view().latest_file_slices()]
+    with pytest.raises(UnsupportedShapeError, match=f"IS_PARTIAL=true in .*{log.name}"):
+        check_planned_slices(table, timeline, "compaction", slices)
+    assert 0 < fileio.log_bytes <= (1 << 20) + 64 * 1024, fileio.log_bytes

@@ -61,7 +61,10 @@ def test_refused_before_writing(tmp_path: Path) -> None:
     run(service_context(HoodieTable.open(str(indexed)), options), "indexing", LocalRunner)
     assert "secondary_index_v_idx" in HoodieTable.open(str(indexed)).config.metadata_partitions
     before = table_hash(indexed)
-    with pytest.raises(UnsupportedTableError, match=r"secondary_index_v_idx.*Nothing was written"):
+    with pytest.raises(
+        UnsupportedShapeError,
+        match=r"secondary-indexed table \(secondary_index_v_idx.*ttl is refused.*Nothing was written",
+    ):
         ttl(indexed, {DAYS: "10"})
     assert table_hash(indexed) == before
 

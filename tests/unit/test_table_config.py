@@ -19,6 +19,7 @@ from hoodie.config.table_config import (
     TableVersion,
     read_table_properties,
     table_checksum,
+    unknown_property,
     update_table_properties,
 )
 from hoodie.errors import InvalidTableConfigError, UnsupportedTableError
@@ -138,12 +139,7 @@ def test_unknown_table_version_is_named(fixture_root: Path, tmp_path: Path) -> N
         ("hoodie.bootstrap.base.path", "/src", "bootstrapped"),
         # HoodieTableConfig.BASE_FILE_FORMAT's alternative (tables of old releases)
         ("hoodie.table.ro.file.format", "ORC", "base.file.format=ORC"),
-        # census section 20: a key hts does not know, and a known one it does not implement
-        (
-            "hoodie.table.storage.layout",
-            "LSM_TREE",
-            r"unknown property table \(hoodie.table.storage.layout=LSM_TREE\)",
-        ),
+        # census section 20: a known key hts does not implement (unknown keys: the shape matrix)
         ("hoodie.partition.metafile.use.base.format", "true", "unimplemented property table"),
         ("hoodie.table.secondary.indexes.metadata", "[]", r"secondary.indexes.metadata=\[\]"),
     ],
@@ -156,6 +152,17 @@ def test_unsupported_values_fail_fast(
     props[key] = value
     with pytest.raises(UnsupportedTableError, match=message):
         TableConfig.from_properties(props)
+
+
+def test_an_unknown_key_opens_and_is_named(fixture_root: Path, tmp_path: Path) -> None:
+    """A key hts does not know does not refuse the table on open (Hudi's readers ignore it); the shape
+    matrix refuses every operation that writes on it (tests/services/test_shapes.py)."""
+    meta = _copy_meta(fixture_root, tmp_path)
+    props = read_table_properties(LocalFileIO(), str(meta))
+    assert unknown_property(props) is None
+    props["com.acme.catalog.sync.id"] = "42"
+    assert TableConfig.from_properties(props).props["com.acme.catalog.sync.id"] == "42"
+    assert unknown_property(props) == "com.acme.catalog.sync.id=42"
 
 
 def test_update_keeps_checksum_valid_and_removes_backup(fixture_root: Path, tmp_path: Path) -> None:
