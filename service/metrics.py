@@ -226,19 +226,19 @@ class Metrics:
         )
         self.bytes_read = Counter(
             "hts_run_bytes_read",
-            "Bytes runs read from storage (when the storage layer reports them)",
+            "Bytes runs read from storage (driver and tasks, as transferred)",
             ["table", "service"],
             registry=r,
         )
         self.files_read = Counter(
             "hts_run_files_read",
-            "Files runs read from storage (when the storage layer reports them)",
+            "Distinct files each run opened for reading, summed over runs",
             ["table", "service"],
             registry=r,
         )
         self.run_storage_requests = Counter(
             "hts_run_storage_requests",
-            "Storage requests runs made (when the storage layer reports them)",
+            "Storage requests runs made (driver and tasks)",
             ["table", "service"],
             registry=r,
         )
