@@ -4,16 +4,19 @@ Spark ``local[2]`` (where each task reports its counts back in its result)."""
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from hoodie.io import usage
 from hoodie.io.fileio import LocalFileIO, join
 from hoodie.io.requests import counting
+from hoodie.read.spill_budget import MAX_SIZE_KEY, SPILL_PATH_KEY
 from hoodie.services.base import LocalRunner, ServiceContext
 from hoodie.services.compaction import CompactionPolicy, execute_compaction, schedule_compaction
 from hoodie.table import HoodieTable
@@ -43,10 +46,14 @@ def _scheduled(path: Path) -> tuple[HoodieTable, str, set[str]]:
     return table, instant, files
 
 
-def _compacted(path: Path, runner: Any) -> tuple[usage.Usage, dict[str, int], set[str]]:
+def _compacted(
+    path: Path, runner: Any, options: dict[str, str] | None = None
+) -> tuple[usage.Usage, dict[str, int], set[str]]:
     _table, instant, plan_files = _scheduled(path)
     with counting() as requests, usage.measure() as used:
-        execute_compaction(ServiceContext(HoodieTable.open(str(path))), instant, runner)
+        execute_compaction(
+            ServiceContext(HoodieTable.open(str(path)), options=options or {}), instant, runner
+        )
     return used, requests.snapshot(), plan_files
 
 
@@ -55,7 +62,9 @@ FOOTER_READ = 64 * 1024
 column chunks it then reads may lie in it and are read again."""
 
 
-def _check_reads(used: usage.Usage, requests: dict[str, int], plan_files: set[str], base: str) -> None:
+def _check_reads(
+    used: usage.Usage, requests: dict[str, int], plan_files: set[str], base: str, *, logs_whole: bool = True
+) -> None:
     read = used.read_from
     assert plan_files <= read.keys(), "every base and log file of the plan is read"
     others = read.keys() - plan_files
@@ -70,8 +79,10 @@ def _check_reads(used: usage.Usage, requests: dict[str, int], plan_files: set[st
         size = os.path.getsize(path)
         if path.endswith(".parquet"):  # a footer, then the column chunks: about the file once
             assert size // 2 < read[path] <= size + FOOTER_READ, (path, read[path], size)
-        else:  # a log file, read whole once
+        elif logs_whole:  # a log file, read whole once
             assert read[path] == size, (path, read[path], size)
+        else:  # the external merge reads a log file by ranges: block headers, then the blocks
+            assert read[path] >= size, (path, read[path], size)
     for path in others:  # timeline and plan files, read whole (some more than once)
         size = os.path.getsize(path)
         assert read[path] % size == 0 if size else read[path] == 0, (path, read[path], size)
@@ -83,6 +94,17 @@ def test_a_compaction_in_process_reads_the_plan_files_and_the_timeline(tmp_path:
     _check_reads(used, requests, plan_files, str(tmp_path / "t"))
     assert requests == used.requests_by_op, "the run's cost and the request counter see the same requests"
     assert used.storage_requests == sum(requests.values())
+
+
+def test_a_spilling_compaction_counts_the_base_files_its_read_ahead_thread_reads(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "spill").mkdir()
+    spill = {MAX_SIZE_KEY: "64", SPILL_PATH_KEY: str(tmp_path / "spill")}
+    with caplog.at_level(logging.INFO):
+        used, requests, plan_files = _compacted(tmp_path / "t", LocalRunner(), spill)
+    assert "spill into" in caplog.text, "the external merge ran, base batches decoded ahead on a thread"
+    _check_reads(used, requests, plan_files, str(tmp_path / "t"), logs_whole=False)
 
 
 def test_reading_a_footer_and_one_column_counts_the_bytes_read_not_the_file_size(tmp_path: Path) -> None:
