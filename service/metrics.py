@@ -40,8 +40,9 @@ class StateCollector(Collector):
         state = self.snapshot()
         requests = CounterMetricFamily(
             "hts_storage_requests",
-            "Storage operations (FileIO calls; on object stores each is at least one request) per table "
-            "and kind; table=_discovery counts the discovery rescans",
+            "Storage requests (FileIO calls and the reads Parquet and log readers make through its files; "
+            "on object stores each is at least one request) per table and kind, Spark tasks' included; "
+            "table=_discovery counts the discovery rescans",
             labels=["table", "op"],
         )
         for table, ops in sorted(state.get("requests", {}).items()):

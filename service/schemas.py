@@ -214,7 +214,9 @@ class CostTotals(_Body):
 
 
 class StorageRequests(_Body):
-    total: int = Field(ge=0, description="Storage requests made for the table by this daemon process")
+    total: int = Field(
+        ge=0, description="Storage requests made for the table by this daemon process and its Spark tasks"
+    )
     by_op: dict[str, int] = Field(description="The same by kind: list, info, read, open, write, delete, ...")
 
 
