@@ -26,7 +26,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import SparkSession
 
-from hoodie.io import usage
+from hoodie.io import requests, usage
 from hoodie.services.base import JobCancelled, Progress, Task, TaskFunction, TaskResult
 
 log = logging.getLogger(__name__)
@@ -178,7 +178,7 @@ class SparkRunner:
         for cost in costs:
             if ran is not None:
                 cost.cpu_seconds = 0.0
-            usage.add_to_current(cost)
+            requests.report(cost)  # its storage requests count for the table too
         if ran is not None:
             usage.add_to_current(usage.Usage(cpu_seconds=ran))
 

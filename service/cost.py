@@ -8,9 +8,13 @@
 - ``bytes_written`` / ``files_written``: from the commit's write stats (Hudi's totalWriteBytes and
   the files its write stats name), as the run's ``details`` have them; 0 when nothing was committed.
 - ``storage_requests`` (and ``requests_by_op``), ``bytes_read`` / ``files_read``: counted at the
-  storage layer through ``hoodie.io.usage.count``, by the driver and by every task; the requests
-  are null while the storage layer does not report them (``requests_counted`` false), the bytes and
-  files read while it reports no transfers (``transfers_counted`` false).
+  storage layer (every FileIO operation, ``hoodie.io.requests``), by the driver and by every task,
+  whose counts travel back in its result: ``bytes_read`` the bytes the reads returned (a Parquet
+  footer and the column chunks read, not the file's size), ``files_read`` the distinct files
+  opened for reading (base, log, timeline and plan files, metadata-table HFiles; a file the driver
+  and a task both read counts once). The requests are null while the storage layer does not report
+  them (``requests_counted`` false), the bytes and files read while it reports no transfers
+  (``transfers_counted`` false).
 """
 
 from __future__ import annotations

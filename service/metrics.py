@@ -40,8 +40,9 @@ class StateCollector(Collector):
         state = self.snapshot()
         requests = CounterMetricFamily(
             "hts_storage_requests",
-            "Storage operations (FileIO calls; on object stores each is at least one request) per table "
-            "and kind; table=_discovery counts the discovery rescans",
+            "Storage requests (FileIO calls and the reads Parquet and log readers make through its files; "
+            "on object stores each is at least one request) per table and kind, Spark tasks' included; "
+            "table=_discovery counts the discovery rescans",
             labels=["table", "op"],
         )
         for table, ops in sorted(state.get("requests", {}).items()):
@@ -226,19 +227,19 @@ class Metrics:
         )
         self.bytes_read = Counter(
             "hts_run_bytes_read",
-            "Bytes runs read from storage (when the storage layer reports them)",
+            "Bytes runs read from storage (driver and tasks, as transferred)",
             ["table", "service"],
             registry=r,
         )
         self.files_read = Counter(
             "hts_run_files_read",
-            "Files runs read from storage (when the storage layer reports them)",
+            "Distinct files each run opened for reading, summed over runs",
             ["table", "service"],
             registry=r,
         )
         self.run_storage_requests = Counter(
             "hts_run_storage_requests",
-            "Storage requests runs made (when the storage layer reports them)",
+            "Storage requests runs made (driver and tasks)",
             ["table", "service"],
             registry=r,
         )

@@ -193,9 +193,11 @@ class RunCost(_Body):
     )
     bytes_written: int = Field(ge=0, description="From the commit's write stats")
     files_written: int = Field(ge=0, description="From the commit's write stats")
-    bytes_read: int | None = Field(ge=0)
-    files_read: int | None = Field(ge=0)
-    storage_requests: int | None = Field(ge=0)
+    bytes_read: int | None = Field(
+        ge=0, description="Bytes the run's reads transferred from storage (driver and tasks)"
+    )
+    files_read: int | None = Field(ge=0, description="Distinct files the run opened for reading")
+    storage_requests: int | None = Field(ge=0, description="Storage requests (driver and tasks)")
     requests_by_op: dict[str, int] | None
 
 
@@ -212,7 +214,9 @@ class CostTotals(_Body):
 
 
 class StorageRequests(_Body):
-    total: int = Field(ge=0, description="Storage requests made for the table by this daemon process")
+    total: int = Field(
+        ge=0, description="Storage requests made for the table by this daemon process and its Spark tasks"
+    )
     by_op: dict[str, int] = Field(description="The same by kind: list, info, read, open, write, delete, ...")
 
 

@@ -11,7 +11,8 @@ object-store SDK itself; the implementation is registered from outside with
 :func:`register_conditional_put` (``jobs.objectstore`` registers S3's when ``jobs`` is imported).
 Without one, ``create_new`` checks and then writes, and the exclusion comes from the table lock,
 as in Apache Hudi on stores without conditional writes. Every operation is counted
-(:mod:`hoodie.io.requests`) into the request counters active in the caller's context.
+(:mod:`hoodie.io.requests`) into the request counters active in the caller's context, and into the
+run's cost with the bytes and files it read (reads through :meth:`FileIO.open_input` too).
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from typing import Any, Protocol
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from hoodie.io.requests import count
+from hoodie.io.counted import CountedInput
+from hoodie.io.requests import count, recipients
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,19 +215,37 @@ class ArrowFileIO(FileIO):
         return self._fs
 
     def read_bytes(self, path: str) -> bytes:
-        count("read")
-        with self._fs.open_input_stream(path) as f:
-            return bytes(f.read())
+        try:
+            with self._fs.open_input_stream(path) as f:
+                data = bytes(f.read())
+        except BaseException:
+            count("read")  # a request that found nothing to read
+            raise
+        count("read", bytes_read=len(data), file_read=path)
+        return data
 
     def read_range(self, path: str, offset: int, length: int) -> bytes:
-        count("read")
-        with self._fs.open_input_file(path) as f:
-            f.seek(offset)
-            return bytes(f.read(length))
+        try:
+            with self._fs.open_input_file(path) as f:
+                f.seek(offset)
+                data = bytes(f.read(length))
+        except BaseException:
+            count("read")
+            raise
+        count("read", bytes_read=len(data), file_read=path)
+        return data
 
     def open_input(self, path: str) -> pa.NativeFile:
-        count("open")
-        return self._fs.open_input_file(path)
+        """The file; while anyone counts (a run's cost, a request counter), its reads count as
+        ``read`` requests with the bytes they returned (:class:`~hoodie.io.counted.CountedInput`)."""
+        to = recipients()
+        try:
+            f = self._fs.open_input_file(path)
+        except BaseException:
+            to.count("open", bytes_read=0)
+            raise
+        to.count("open", bytes_read=0, file_read=path)
+        return CountedInput.open(f, path, to) if to.anyone else f
 
     def info(self, path: str) -> FileInfo | None:
         count("info")
@@ -358,9 +378,14 @@ class LocalFileIO(ArrowFileIO):
         return tmp
 
     def read_bytes(self, path: str) -> bytes:
-        count("read")
-        with open(path, "rb") as f:
-            return f.read()
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except BaseException:
+            count("read")
+            raise
+        count("read", bytes_read=len(data), file_read=path)
+        return data
 
     def makedirs(self, path: str) -> None:
         count("mkdir")

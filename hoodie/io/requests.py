@@ -2,12 +2,17 @@
 
 A :class:`RequestCounter` receives the operations made while it is active in the current context
 (:func:`counting`); counters nest, so a daemon can count per table while a run counts for itself
-inside it. What is counted is one FileIO call: a listing (``list``), an entry's metadata
-(``info``), a whole-file or ranged read (``read``), opening a random-access file (``open``; the
-reads made through it are not seen), a write or create (``write``), ``delete``, ``mkdir`` and
-``rename``. On an object store each is at least one HTTP request (a listing of more than a page is
-more); Parquet reads that pyarrow makes through :attr:`FileIO.arrow_fs` directly are not counted.
-Threads start with no counter: work handed to a pool is counted only if its context is copied.
+inside it. What is counted is one storage request: a listing (``list``), an entry's metadata
+(``info``), a whole-file or ranged read (``read``), opening a random-access file (``open``; on an
+object store the HEAD that finds its size), a write or create (``write``), ``delete``, ``mkdir``
+and ``rename``. The reads Parquet and log readers make through a file from
+:meth:`FileIO.open_input` are ``read`` requests too (:class:`~hoodie.io.counted.CountedInput`): on
+an object store each is one ranged GET. A listing of more than a page is more than one request.
+Threads start with no counter: work handed to a pool is counted only if its context is copied, or
+through the :class:`Recipients` taken where the work was handed out.
+
+Each request also goes to the run's cost (:mod:`hoodie.io.usage`) with the bytes it read and the
+file it read from.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 
 from hoodie.io import usage
 
@@ -61,9 +67,41 @@ def counting(counter: RequestCounter | None = None) -> Iterator[RequestCounter]:
         _ACTIVE.reset(token)
 
 
-def count(op: str) -> None:
+@dataclass(frozen=True, slots=True)
+class Recipients:
+    """Where a request made now is counted: the active counters and the measured scope. Taken when a
+    file is opened, so the reads Arrow's own threads make through it later count there too."""
+
+    counters: tuple[RequestCounter, ...]
+    scope: usage.Usage | None
+
+    @property
+    def anyone(self) -> bool:
+        return bool(self.counters) or self.scope is not None
+
+    def count(self, op: str, *, bytes_read: int | None = None, file_read: str | None = None) -> None:
+        for counter in self.counters:
+            counter.add(op)
+        if self.scope is not None:
+            self.scope.record(op, bytes_read=bytes_read, file_read=file_read)
+
+
+def recipients() -> Recipients:
+    """Who counts a request made in this context."""
+    return Recipients(_ACTIVE.get(), usage.current())
+
+
+def count(op: str, *, bytes_read: int | None = None, file_read: str | None = None) -> None:
     """Record one ``op`` in every counter active in this context, and in the run's cost
-    (:func:`hoodie.io.usage.count`) when one is measured."""
+    (:mod:`hoodie.io.usage`) when one is measured, with the bytes it read and the path it read from.
+    The storage layer reports every transfer, so a request that moved nothing reads 0 bytes."""
+    recipients().count(op, bytes_read=bytes_read or 0, file_read=file_read)
+
+
+def report(used: usage.Usage) -> None:
+    """What work done elsewhere (a Spark task) reported: its requests count for the counters active
+    here, and all of it for the measured scope."""
     for counter in _ACTIVE.get():
-        counter.add(op)
-    usage.count(op)
+        for op, n in used.requests_by_op.items():
+            counter.add(op, n)
+    usage.add_to_current(used)

@@ -5,21 +5,22 @@ storage access reported through :func:`count` adds up in that scope's :class:`Us
 is taken from the process or thread clock. Scopes are per thread and per context (a
 ``ContextVar``), so runs on different worker threads never mix.
 
-:func:`count` is the hook for the storage layer (``hoodie.io.fileio``): each request it makes
-calls ``count(op, bytes_read=..., bytes_written=..., file_read=..., file_written=...)``. Until it is
-connected there, :attr:`Usage.requests_counted` stays False and the storage fields of a run's cost
-are reported as not counted (null) rather than as zero; bytes and files read or written count only
-once a caller passes them (:attr:`Usage.transfers_counted`), so a layer that counts requests alone
-leaves them null.
+:func:`count` is the hook for the storage layer: every FileIO operation reports through
+:func:`hoodie.io.requests.count` with what it moved — the bytes a read transferred and the path of
+the file it read from (a file counts once per scope, :attr:`Usage.files_read`, however many ranged
+reads it took). A layer that reports requests alone leaves :attr:`Usage.transfers_counted` False, and
+a run's bytes and files read are then reported as not counted (null) rather than as zero; with no
+request reported at all (:attr:`Usage.requests_counted`) its storage requests are null too.
 """
 
 from __future__ import annotations
 
 import contextvars
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 COST_KEY = "_hts_cost"
@@ -31,29 +32,75 @@ class Usage:
     cpu_seconds: float = 0.0
     storage_requests: int = 0
     bytes_read: int = 0
-    files_read: int = 0
     bytes_written: int = 0
     files_written: int = 0
     requests_by_op: dict[str, int] = field(default_factory=dict)
+    read_from: dict[str, int] = field(default_factory=dict)
+    """The bytes read from each file opened for reading (a file counts once however many reads it
+    took; a file opened but not read holds 0)."""
     requests_counted: bool = False
     """True once the storage layer reported a request (the hook is connected)."""
     transfers_counted: bool = False
     """True once the storage layer reported bytes or files moved with a request."""
+    _guard: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    @property
+    def files_read(self) -> int:
+        """How many distinct files were opened for reading."""
+        return len(self.read_from)
+
+    def record(
+        self,
+        op: str,
+        *,
+        bytes_read: int | None = None,
+        bytes_written: int | None = None,
+        file_read: str | None = None,
+        file_written: bool | None = None,
+    ) -> None:
+        """One storage request ``op``, with what it moved when the caller knows (``file_read``: the
+        path of the file it read from). Thread-safe: Arrow's I/O threads read for a scope too."""
+        with self._guard:
+            self.requests_counted = True
+            self.storage_requests += 1
+            self.requests_by_op[op] = self.requests_by_op.get(op, 0) + 1
+            if bytes_read is None and bytes_written is None and file_read is None and file_written is None:
+                return
+            self.transfers_counted = True
+            self.bytes_read += bytes_read or 0
+            self.bytes_written += bytes_written or 0
+            if file_read is not None:
+                self.read_from[file_read] = self.read_from.get(file_read, 0) + (bytes_read or 0)
+            self.files_written += int(bool(file_written))
 
     def add(self, other: Usage) -> None:
-        self.cpu_seconds += other.cpu_seconds
-        self.storage_requests += other.storage_requests
-        self.bytes_read += other.bytes_read
-        self.files_read += other.files_read
-        self.bytes_written += other.bytes_written
-        self.files_written += other.files_written
-        for op, n in other.requests_by_op.items():
-            self.requests_by_op[op] = self.requests_by_op.get(op, 0) + n
-        self.requests_counted = self.requests_counted or other.requests_counted
-        self.transfers_counted = self.transfers_counted or other.transfers_counted
+        with self._guard:
+            self.cpu_seconds += other.cpu_seconds
+            self.storage_requests += other.storage_requests
+            self.bytes_read += other.bytes_read
+            for path, n in other.read_from.items():
+                self.read_from[path] = self.read_from.get(path, 0) + n
+            self.bytes_written += other.bytes_written
+            self.files_written += other.files_written
+            for op, n in other.requests_by_op.items():
+                self.requests_by_op[op] = self.requests_by_op.get(op, 0) + n
+            self.requests_counted = self.requests_counted or other.requests_counted
+            self.transfers_counted = self.transfers_counted or other.transfers_counted
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        with self._guard:
+            return {
+                "cpu_seconds": self.cpu_seconds,
+                "storage_requests": self.storage_requests,
+                "bytes_read": self.bytes_read,
+                "files_read": len(self.read_from),
+                "read_from": dict(self.read_from),
+                "bytes_written": self.bytes_written,
+                "files_written": self.files_written,
+                "requests_by_op": dict(self.requests_by_op),
+                "requests_counted": self.requests_counted,
+                "transfers_counted": self.transfers_counted,
+            }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Usage:
@@ -61,7 +108,7 @@ class Usage:
             cpu_seconds=float(data.get("cpu_seconds", 0.0)),
             storage_requests=int(data.get("storage_requests", 0)),
             bytes_read=int(data.get("bytes_read", 0)),
-            files_read=int(data.get("files_read", 0)),
+            read_from={str(k): int(v) for k, v in dict(data.get("read_from", {})).items()},
             bytes_written=int(data.get("bytes_written", 0)),
             files_written=int(data.get("files_written", 0)),
             requests_by_op={str(k): int(v) for k, v in dict(data.get("requests_by_op", {})).items()},
@@ -73,29 +120,30 @@ class Usage:
 _CURRENT: contextvars.ContextVar[Usage | None] = contextvars.ContextVar("hts_usage", default=None)
 
 
+def current() -> Usage | None:
+    """The scope measuring this context, if any (for work done later on other threads)."""
+    return _CURRENT.get()
+
+
 def count(
     op: str,
     *,
     bytes_read: int | None = None,
     bytes_written: int | None = None,
-    file_read: bool | None = None,
+    file_read: str | None = None,
     file_written: bool | None = None,
 ) -> None:
     """One storage request ``op`` (``list``, ``info``, ``read``, ``write``, ``delete``, ...) of the
-    current scope, with what it moved when the caller knows; nothing when no scope is open."""
+    current scope (:meth:`Usage.record`); nothing when no scope is open."""
     usage = _CURRENT.get()
-    if usage is None:
-        return
-    usage.requests_counted = True
-    usage.storage_requests += 1
-    usage.requests_by_op[op] = usage.requests_by_op.get(op, 0) + 1
-    moved = (bytes_read, bytes_written, file_read, file_written)
-    if any(m is not None for m in moved):
-        usage.transfers_counted = True
-        usage.bytes_read += bytes_read or 0
-        usage.bytes_written += bytes_written or 0
-        usage.files_read += int(bool(file_read))
-        usage.files_written += int(bool(file_written))
+    if usage is not None:
+        usage.record(
+            op,
+            bytes_read=bytes_read,
+            bytes_written=bytes_written,
+            file_read=file_read,
+            file_written=file_written,
+        )
 
 
 @contextmanager

@@ -26,6 +26,7 @@ removed when the merge ends, completes or fails. Partial updates, custom mergers
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import logging
 import math
@@ -403,11 +404,17 @@ def _emit(settled: _Settled, emit: npt.NDArray[np.bool_], winners: list[Path | N
 def _read_ahead(batches: Iterator[pa.Table]) -> Iterator[pa.Table]:
     """``batches``, the next one decoded on a thread while the caller merges and writes this one
     (Parquet decoding releases the GIL: the base pass uses both cores; memory holds one batch more)."""
+    # The thread runs in this context, so the files it opens count for this run (hoodie.io.requests).
+    context = contextvars.copy_context()
+
+    def step() -> pa.Table | None:
+        return next(batches, None)
+
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="hts-spill-read") as reader:
         try:
-            ahead = reader.submit(next, batches, None)
+            ahead = reader.submit(context.run, step)
             while (batch := ahead.result()) is not None:
-                ahead = reader.submit(next, batches, None)
+                ahead = reader.submit(context.run, step)
                 yield batch
                 del batch
         finally:

@@ -184,6 +184,19 @@ def test_a_compaction_triggered_from_the_console_completes_and_shows_in_runs(
     accessible(browser, "runs", tmp_path)
     page(browser, daemon.url + f"/#/runs/{run_id}", f"Run {run_id}")
     assert '"files_written"' in browser.find_element(By.ID, "run-details").text
+    cost = done["cost"]
+    assert cost["files_read"] > 0 and cost["bytes_read"] > 0 and cost["storage_requests"] > 0, cost
+    shown = browser.find_element(By.CSS_SELECTOR, "section[aria-labelledby='s-cost'] dl")
+    figures = dict(
+        zip(
+            [t.text for t in shown.find_elements(By.TAG_NAME, "dt")],
+            [d.text for d in shown.find_elements(By.TAG_NAME, "dd")],
+            strict=True,
+        )
+    )
+    assert figures["files read"] == str(cost["files_read"]), figures
+    assert figures["storage requests"] == str(cost["storage_requests"]), figures
+    assert figures["bytes read"], "the bytes the run read, in units"
     accessible(browser, "run", tmp_path)
 
     # The compaction is on the table's timeline in the console, completed.

@@ -130,7 +130,13 @@ def test_a_failing_service_is_suspended_after_n_failed_runs_kept_across_a_restar
         assert totals["runs"] == len([r for r in runs if r["cost"] is not None]) == 4
         assert abs(totals["core_seconds"] - sum(r["cost"]["core_seconds"] for r in runs)) < 1e-3
         assert totals["bytes_written"] == cost["bytes_written"]
+        # What the runs read, as the storage layer transferred it, summed for the table and exported.
+        assert cost["files_read"] > 0 and cost["bytes_read"] > 0 and cost["storage_requests"] > 0
+        for name in ("bytes_read", "files_read", "storage_requests"):
+            assert totals[name] == sum(r["cost"][name] for r in runs if r["cost"] is not None), name
         metrics = client.get("/metrics").text
+        assert 'hts_run_files_read_total{service="compaction",table="flaky"}' in metrics
+        assert 'hts_run_bytes_read_total{service="compaction",table="flaky"}' in metrics
         assert 'hts_service_suspended{service="compaction",table="flaky"} 0.0' in metrics
         assert 'hts_run_core_seconds_total{service="compaction",table="flaky"}' in metrics
 

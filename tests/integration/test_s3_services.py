@@ -25,6 +25,8 @@ import pyarrow as pa
 import pytest
 from hudi import HudiTableBuilder
 
+from hoodie.io import usage
+from hoodie.io.requests import counting
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action
 from hoodie.write.writer import HoodieWriter
@@ -244,8 +246,17 @@ def test_spark_executors_reach_s3_with_the_tables_storage_options(lake: Lake, sp
     planned = jobs_run.schedule("compaction", uri, options, storage_options=lake.options)
     assert planned.scheduled is not None
     runner = SparkRunner(spark)
-    done = jobs_run.execute("compaction", uri, options, storage_options=lake.options, runner=lambda: runner)
+    lake.proxy.reset()
+    with counting() as counter, usage.measure() as used:
+        done = jobs_run.execute(
+            "compaction", uri, options, storage_options=lake.options, runner=lambda: runner
+        )
     assert [r.instant.requested_time for r in done.executed] == [planned.scheduled]
+    # Every GET the store served, the driver's and the executors' (which report theirs back in
+    # their task results), is a read request counted for the run and for the table.
+    gets = lake.proxy.counts()["GET"]
+    assert gets == counter.snapshot()["read"] == used.requests_by_op["read"] > 0, (gets, used.requests_by_op)
+    assert any(p.endswith(".parquet") for p in used.read_from), "the executors' base file reads"
     # The executors read the slices and wrote the new base files through the proxy.
     parquet_puts = [
         s for s in lake.proxy.seen() if s.op in ("PUT", "CREATE_MULTIPART") and s.path.endswith(".parquet")

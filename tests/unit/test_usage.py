@@ -9,7 +9,7 @@ from service.cost import add_costs, run_cost
 
 
 def test_storage_requests_count_in_the_scope_of_their_thread_only() -> None:
-    usage.count("get", bytes_read=10, file_read=True)  # no scope open: counted nowhere
+    usage.count("get", bytes_read=10, file_read="t/f1")  # no scope open: counted nowhere
     seen: dict[str, usage.Usage] = {}
 
     def other() -> None:
@@ -18,7 +18,7 @@ def test_storage_requests_count_in_the_scope_of_their_thread_only() -> None:
         seen["other"] = mine
 
     with usage.measure() as used:
-        usage.count("get", bytes_read=100, file_read=True)
+        usage.count("get", bytes_read=100, file_read="t/f1")
         usage.count("list")
         thread = threading.Thread(target=other)
         thread.start()
@@ -34,12 +34,13 @@ def test_storage_requests_count_in_the_scope_of_their_thread_only() -> None:
 
 def test_a_task_cost_travels_as_json_and_adds_to_the_driver_scope() -> None:
     with usage.measure() as task:
-        usage.count("get", bytes_read=5, file_read=True)
+        usage.count("get", bytes_read=5, file_read="t/f1")
     shipped = usage.Usage.from_json(task.to_json())
     with usage.measure() as run:
         usage.add_to_current(shipped)
         usage.add_to_current(shipped)
     assert (run.storage_requests, run.bytes_read, run.requests_by_op) == (2, 10, {"get": 2})
+    assert run.files_read == 1 and run.read_from == {"t/f1": 10}, "a file read by two tasks is one file"
     assert run.cpu_seconds >= 2 * task.cpu_seconds
 
 
@@ -49,7 +50,7 @@ def test_uncounted_storage_is_null_and_attempts_sum() -> None:
     first = run_cost(quiet, {"bytes_written": 0})
     assert first["storage_requests"] is None and first["bytes_read"] is None and first["core_seconds"] > 0
     with usage.measure() as counted:
-        usage.count("get", bytes_read=3, file_read=True)
+        usage.count("get", bytes_read=3, file_read="t/f1")
     second = run_cost(counted, {"bytes_written": 40, "files_written": 2})
     total = add_costs(first, second)
     assert (
