@@ -1,10 +1,11 @@
 """The daemon: one object that owns the tables, the watch ticks, the work queue and its workers,
 Spark, the locks and the run history, and starts and stops them in order.
 
-Ticks (APScheduler, ``max_instances=1``, coalesced) are short and never wait on Spark: the
-watch tick looks at every table's timeline and queues what is runnable; policy scheduling
-queues plan-writing work when a table's interval has passed (only on the leader when leader
-election is on); the discovery tick rescans the roots. Workers take items from the queue and run
+Ticks are short and never wait on Spark: the watch tick (its own thread, every poll interval;
+one that overruns is followed by the next at once) looks at every table's timeline and queues
+what is runnable; policy scheduling queues plan-writing work when a table's interval has passed
+(only on the leader when leader election is on); the discovery tick (APScheduler) rescans the
+roots. Workers take items from the queue and run
 them through the executor, recording one run per piece of work (``service.runs``). Every
 decision is one log line.
 
@@ -83,6 +84,8 @@ class Daemon(Operations):
         self.health_book = HealthBook()
         self._policy_due: dict[tuple[str, str], float] = {}
         self._workers: list[threading.Thread] = []
+        self._ticker: threading.Thread | None = None
+        self._ticks_stop = threading.Event()
         self._submitting = threading.Lock()
         self._closing = threading.Event()
         self.stopping = False
@@ -113,11 +116,9 @@ class Daemon(Operations):
             worker = threading.Thread(target=self._work, name=f"hts-worker-{n}", daemon=True)
             worker.start()
             self._workers.append(worker)
-        poll = self.settings.watch.poll_interval_s
         common = {"max_instances": 1, "coalesce": True, "misfire_grace_time": None}
-        self.scheduler.add_job(
-            self.watch_tick, "interval", seconds=poll, id="watch", next_run_time=_now(), **common
-        )
+        self._ticker = threading.Thread(target=self._watch_loop, name="hts-watch", daemon=True)
+        self._ticker.start()
         self.scheduler.add_job(
             self.discover,
             "interval",
@@ -145,6 +146,7 @@ class Daemon(Operations):
                 "stop the ticks",
                 lambda: self.scheduler.shutdown(wait=False) if self.scheduler.running else None,
             ),
+            ("stop the watch ticks", self._stop_ticks),
             ("drain the running work", lambda: self._drain(grace)),
             ("stop the lookers", lambda: self._lookers.shutdown() if self._lookers is not None else None),
             ("stop the workers", self._stop_workers),
@@ -177,6 +179,11 @@ class Daemon(Operations):
             item.cancel.set()
         for item in running:
             item.done.wait(timeout=max(30.0, grace))
+
+    def _stop_ticks(self) -> None:
+        self._ticks_stop.set()
+        if self._ticker is not None:
+            self._ticker.join(timeout=max(30.0, 2 * self.settings.watch.poll_interval_s))
 
     def _stop_workers(self) -> None:
         self._closing.set()
@@ -270,6 +277,24 @@ class Daemon(Operations):
                 entry.watch.poke()
             self._watch_one(entry, leads)
         self.queue.wake()
+
+    def _watch_loop(self) -> None:
+        """A watch tick every ``watch.poll_interval_s`` (the first at once), on a fixed grid.
+
+        A tick that overruns the interval is followed by the next one at once, and the grid moves on
+        from there: no tick is skipped (a scheduler that skips a run while the last one still runs
+        would leave every table unwatched for a whole extra interval after an overrun).
+        """
+        poll = self.settings.watch.poll_interval_s
+        due = time.monotonic()
+        while not self._ticks_stop.is_set():
+            try:
+                self.watch_tick()
+            except Exception:  # the next tick tries again
+                if not self._ticks_stop.is_set():
+                    log.exception("watch tick failed")
+            due = max(due + poll, time.monotonic())
+            self._ticks_stop.wait(due - time.monotonic())
 
     def watch_tick(self) -> None:
         started = self.clock.monotonic()
@@ -537,9 +562,3 @@ class Daemon(Operations):
             "leader": self.is_leader,
             "last_tick": self.last_tick or 0.0,
         }
-
-
-def _now() -> Any:
-    import datetime as dt
-
-    return dt.datetime.now(dt.UTC)

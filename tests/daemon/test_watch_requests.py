@@ -21,7 +21,7 @@ from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, State
 from hoodie.transaction.heartbeat import HeartbeatConfig
 from hoodie.write.writer import HoodieWriter
-from service.clock import SimulatedClock
+from service.clock import SYSTEM, Clock, SimulatedClock
 from service.daemon import Daemon
 from service.registry import TableEntry
 from service.settings import load_settings
@@ -48,15 +48,18 @@ def _request(uri: str, aws: CountedAws) -> str:
     return scheduled.instant_time
 
 
-def _daemon(tmp_path: Path, aws: CountedAws, uri: str) -> Daemon:
+def _daemon(
+    tmp_path: Path, aws: CountedAws, uri: str, poll_s: float = POLL, clock: Clock | None = None
+) -> Daemon:
     data: dict[str, Any] = {
         "tables": {"discover": [], "static": [{"path": uri, "id": "t"}]},
         "defaults": {"storage_options": aws.storage_options()},
         "spark": {"master": "in-process"},
         "state_dir": str(tmp_path / "state"),
-        "watch": {"poll_interval_s": POLL, "idle_after_s": 3600},
+        "watch": {"poll_interval_s": poll_s, "idle_after_s": 3600},
     }
-    daemon = Daemon(load_settings(overrides=data, environ={}), replica_id="counts", clock=SimulatedClock())
+    settings = load_settings(overrides=data, environ={})
+    daemon = Daemon(settings, replica_id="counts", clock=clock or SimulatedClock())
     daemon.discover()
     return daemon
 
@@ -185,3 +188,38 @@ def test_every_active_table_is_looked_at_on_every_tick_however_late_in_the_sweep
         assert entry.watch.looks == looks + 2, "looked at again one poll interval later, not two"
     finally:
         daemon.stop(grace_s=0)
+
+
+def _metric(daemon: Daemon, name: str) -> float:
+    for line in daemon.metrics.exposition().decode().splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise AssertionError(f"no {name} in the metrics")
+
+
+def test_a_watch_tick_that_overruns_the_interval_is_followed_by_the_next_at_once(
+    tmp_path: Path, aws: CountedAws
+) -> None:
+    """Real time: ticks every 0.2 s, each one listing the table behind 0.3 s of latency. A scheduler
+    that skips a tick while the last still runs would leave the table unwatched a whole interval
+    after each overrun (busy at most 0.3 s of every 0.4 s)."""
+    uri = _s3_table(aws, "overrun")
+    daemon = _daemon(tmp_path, aws, uri, poll_s=0.2, clock=SYSTEM)
+    daemon.watch_tick()  # opens the table, without latency
+    aws.latency_s = 0.3
+    ticker = threading.Thread(target=daemon._watch_loop)
+    try:
+        started, ticks = time.monotonic(), _metric(daemon, "hts_scheduler_tick_duration_seconds_count")
+        busy = _metric(daemon, "hts_scheduler_tick_duration_seconds_sum")
+        ticker.start()
+        time.sleep(3.0)
+    finally:
+        daemon._ticks_stop.set()
+        ticker.join(30)
+        aws.latency_s = 0.0
+        elapsed = time.monotonic() - started
+        daemon.stop(grace_s=0)
+    ticks = _metric(daemon, "hts_scheduler_tick_duration_seconds_count") - ticks
+    busy = _metric(daemon, "hts_scheduler_tick_duration_seconds_sum") - busy
+    assert ticks >= 3 and _metric(daemon, "hts_scheduler_overruns_total") >= ticks - 1
+    assert busy / elapsed > 0.85, f"ticks back to back: {busy:.2f} s of ticking in {elapsed:.2f} s"
