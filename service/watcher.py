@@ -2,8 +2,9 @@
 
 One look at a table costs a directory listing of its active timeline (on local storage, only a
 ``stat`` of the folder while its modification time is unchanged). The timeline is re-read only
-when the listing changed; the heartbeats of pending table services are checked on every look,
-since an attempt becomes abandoned without anything on the timeline changing.
+when the listing changed; the heartbeats of pending table services are checked on every look
+(one listing of the heartbeat folder for all of them), since an attempt becomes abandoned without
+anything on the timeline changing.
 
 What is found, per table, is a list of :class:`PendingInstant`: each pending compaction, log
 compaction, clustering, clean, indexing or rollback with its age, whether another process beats
