@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from hoodie.io.fileio import register_conditional_put
+from hoodie.io.requests import count
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +110,7 @@ class S3ConditionalPut:
         last: Exception | None = None
         for attempt in range(_ATTEMPTS):
             try:
+                count("write")  # hoodie.io.requests: this PUT is the FileIO's create, made here
                 client.put_object(Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")
                 return True
             except ClientError as e:
@@ -137,6 +139,7 @@ class S3ConditionalPut:
 
 
 def _holds(client: Any, bucket: str, key: str, data: bytes) -> bool:
+    count("read")
     body = client.get_object(Bucket=bucket, Key=key)["Body"].read()
     return bool(body == data)
 

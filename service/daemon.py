@@ -1,10 +1,11 @@
 """The daemon: one object that owns the tables, the watch ticks, the work queue and its workers,
 Spark, the locks and the run history, and starts and stops them in order.
 
-Ticks (APScheduler, ``max_instances=1``, coalesced) are short and never wait on Spark: the
-watch tick looks at every table's timeline and queues what is runnable; policy scheduling
-queues plan-writing work when a table's interval has passed (only on the leader when leader
-election is on); the discovery tick rescans the roots. Workers take items from the queue and run
+Ticks are short and never wait on Spark: the watch tick (its own thread, every poll interval;
+one that overruns is followed by the next at once) looks at every table's timeline and queues
+what is runnable; policy scheduling queues plan-writing work when a table's interval has passed
+(only on the leader when leader election is on); the discovery tick (APScheduler) rescans the
+roots. Workers take items from the queue and run
 them through the executor, recording one run per piece of work (``service.runs``). Every
 decision is one log line.
 
@@ -32,6 +33,7 @@ from hoodie.io.requests import RequestCounter, counting
 from hoodie.services.registry import ALL, spec_of
 from hoodie.timeline.timeline import ActiveTimeline
 from hoodie.transaction.heartbeat import HeartbeatConfig
+from jobs.objectstore import install as install_conditional_puts
 from service.clock import SYSTEM, Clock
 from service.errors import NotFound
 from service.events import EVENTS
@@ -60,6 +62,10 @@ class Daemon(Operations):
     ) -> None:
         self.settings = settings
         self.clock = clock or SYSTEM
+        # Instant files on S3 are created by conditional PUTs (one request, never overwriting), as
+        # in the CLI and on Spark executors; without it (an in-process daemon never imported
+        # ``jobs``) they were created by check-then-write, under the table lock only.
+        install_conditional_puts()
         self.poll_plan = PollPlan.of(settings.watch)
         self.discovery_requests = RequestCounter()
         """Storage requests of table discovery (``tables.discover``), shared by no one table."""
@@ -78,6 +84,8 @@ class Daemon(Operations):
         self.health_book = HealthBook()
         self._policy_due: dict[tuple[str, str], float] = {}
         self._workers: list[threading.Thread] = []
+        self._ticker: threading.Thread | None = None
+        self._ticks_stop = threading.Event()
         self._submitting = threading.Lock()
         self._closing = threading.Event()
         self.stopping = False
@@ -108,11 +116,9 @@ class Daemon(Operations):
             worker = threading.Thread(target=self._work, name=f"hts-worker-{n}", daemon=True)
             worker.start()
             self._workers.append(worker)
-        poll = self.settings.watch.poll_interval_s
         common = {"max_instances": 1, "coalesce": True, "misfire_grace_time": None}
-        self.scheduler.add_job(
-            self.watch_tick, "interval", seconds=poll, id="watch", next_run_time=_now(), **common
-        )
+        self._ticker = threading.Thread(target=self._watch_loop, name="hts-watch", daemon=True)
+        self._ticker.start()
         self.scheduler.add_job(
             self.discover,
             "interval",
@@ -140,6 +146,7 @@ class Daemon(Operations):
                 "stop the ticks",
                 lambda: self.scheduler.shutdown(wait=False) if self.scheduler.running else None,
             ),
+            ("stop the watch ticks", self._stop_ticks),
             ("drain the running work", lambda: self._drain(grace)),
             ("stop the lookers", lambda: self._lookers.shutdown() if self._lookers is not None else None),
             ("stop the workers", self._stop_workers),
@@ -172,6 +179,11 @@ class Daemon(Operations):
             item.cancel.set()
         for item in running:
             item.done.wait(timeout=max(30.0, grace))
+
+    def _stop_ticks(self) -> None:
+        self._ticks_stop.set()
+        if self._ticker is not None:
+            self._ticker.join(timeout=max(30.0, 2 * self.settings.watch.poll_interval_s))
 
     def _stop_workers(self) -> None:
         self._closing.set()
@@ -266,6 +278,24 @@ class Daemon(Operations):
             self._watch_one(entry, leads)
         self.queue.wake()
 
+    def _watch_loop(self) -> None:
+        """A watch tick every ``watch.poll_interval_s`` (the first at once), on a fixed grid.
+
+        A tick that overruns the interval is followed by the next one at once, and the grid moves on
+        from there: no tick is skipped (a scheduler that skips a run while the last one still runs
+        would leave every table unwatched for a whole extra interval after an overrun).
+        """
+        poll = self.settings.watch.poll_interval_s
+        due = time.monotonic()
+        while not self._ticks_stop.is_set():
+            try:
+                self.watch_tick()
+            except Exception:  # the next tick tries again
+                if not self._ticks_stop.is_set():
+                    log.exception("watch tick failed")
+            due = max(due + poll, time.monotonic())
+            self._ticks_stop.wait(due - time.monotonic())
+
     def watch_tick(self) -> None:
         started = self.clock.monotonic()
         leads = self.is_leader
@@ -273,10 +303,10 @@ class Daemon(Operations):
         if self.settings.watch.threads > 1 and len(entries) > 1:  # a look mostly waits on storage
             if self._lookers is None:
                 self._lookers = ThreadPoolExecutor(self.settings.watch.threads, thread_name_prefix="hts-look")
-            list(self._lookers.map(lambda entry: self._watch_one(entry, leads), entries))
+            list(self._lookers.map(lambda entry: self._watch_one(entry, leads, started), entries))
         else:
             for entry in entries:
-                self._watch_one(entry, leads)
+                self._watch_one(entry, leads, started)
         took = self.clock.monotonic() - started
         self.metrics.tick_duration.observe(took)
         budget = self.settings.watch.tick_budget_s or self.settings.watch.poll_interval_s
@@ -289,27 +319,35 @@ class Daemon(Operations):
     def _heartbeat_of(self, entry: TableEntry) -> HeartbeatConfig:
         return HeartbeatConfig.from_options(entry.config.options)
 
-    def _watch_one(self, entry: TableEntry, leads: bool) -> None:
+    def _watch_one(self, entry: TableEntry, leads: bool, tick: float | None = None) -> None:
+        """Watch one table; ``tick``: when the watch tick that looks at it started (None: not a tick)."""
         try:
-            self._watch(entry, leads)
+            self._watch(entry, leads, tick)
         except Exception as e:  # this table only; the others are still served
             self.metrics.table_errors.labels(entry.id, type(e).__name__).inc()
             if not isinstance(e, (HoodieError, OSError, ValueError)):
                 log.exception("watching %s failed unexpectedly", entry.id, **tags(table=entry.id))
             self.registry.fail(entry, e, self.clock.monotonic())
 
-    def _watch(self, entry: TableEntry, leads: bool) -> None:
+    def _watch(self, entry: TableEntry, leads: bool, tick: float | None) -> None:
         with counting(entry.requests):
-            looked = self._look(entry)
+            ended = self.queue.ended(entry.id)
+            looked = self._look(entry, tick)
             refused = self.refused(entry) if looked or leads else {}  # once per tick
             if looked:
-                self._queue_pending(entry, refused)
+                self._queue_pending(entry, refused, ended)
         if leads:
             self._policies(entry, refused)
 
-    def _look(self, entry: TableEntry) -> bool:
-        """Open the table if needed and look at it when it is due; True when it was looked at."""
-        now = self.clock.monotonic()
+    def _look(self, entry: TableEntry, tick: float | None = None) -> bool:
+        """Open the table if needed and look at it when it is due; True when it was looked at.
+
+        Within a tick, due-ness and the next look are reckoned from the tick's start, not from the
+        moment this table's turn came: a sweep of many tables takes a while, and a table looked at
+        late in one sweep and early in the next would otherwise not be due yet and wait a whole
+        extra interval. Every active table is therefore looked at on every tick.
+        """
+        now = self.clock.monotonic() if tick is None else tick
         with entry.guard:
             if entry.table is None or entry.error is not None:
                 failures = entry.failures
@@ -332,7 +370,9 @@ class Daemon(Operations):
             entry.watch.planned(self.poll_plan, now, changed)
         return True
 
-    def _queue_pending(self, entry: TableEntry, refused: dict[str, str]) -> None:
+    def _queue_pending(self, entry: TableEntry, refused: dict[str, str], ended: int) -> None:
+        """Queue the runnable pending instants the look found; ``ended``: the table's count of ended
+        work items (:meth:`WorkQueue.ended`) taken before the look."""
         assert entry.table is not None
         pending_keys = {(entry.id, p.instant.requested_time) for p in entry.watch.pending}
         for key in [k for k in self.gave_up if k[0] == entry.id and k not in pending_keys]:
@@ -350,11 +390,15 @@ class Daemon(Operations):
                 continue
             if self.queue.planning(entry.id, p.service):
                 continue  # a run planning this service may have written this plan: it runs it
-            # A run that planned and carried out this instant may have ended since the look.
-            fresh = fresh or ActiveTimeline.load(entry.table.fileio, entry.table.paths, entry.table.tz)
-            still = fresh.get(p.instant.requested_time, p.instant.action)
-            if still is None or still.is_completed:
-                continue
+            if self.queue.ended(entry.id) != ended:
+                # A run of ours that planned and carried out this instant may have ended since the
+                # look (and left the queue): read the timeline again. Otherwise the look's timeline
+                # is as current as one read now would be for our own runs, and other processes'
+                # are refused by the claim under the lock (the run is then skipped).
+                fresh = fresh or ActiveTimeline.load(entry.table.fileio, entry.table.paths, entry.table.tz)
+                still = fresh.get(p.instant.requested_time, p.instant.action)
+                if still is None or still.is_completed:
+                    continue
             why = "abandoned attempt" if p.abandoned else f"requested {p.age_s:.0f} s ago"
             self.submit(
                 WorkItem(
@@ -518,9 +562,3 @@ class Daemon(Operations):
             "leader": self.is_leader,
             "last_tick": self.last_tick or 0.0,
         }
-
-
-def _now() -> Any:
-    import datetime as dt
-
-    return dt.datetime.now(dt.UTC)

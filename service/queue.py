@@ -90,6 +90,7 @@ class WorkQueue:
         self._usage: dict[str, tuple[float, float]] = {}  # table -> (seconds, as of)
         self._cond = threading.Condition()
         self._seq = itertools.count()
+        self._ended: dict[str, int] = {}  # table -> work items that left the queue
         self._closed = False
         self.paused = False
 
@@ -217,7 +218,14 @@ class WorkQueue:
                 self._drop(item)
             self._cond.notify_all()
 
+    def ended(self, table_id: str) -> int:
+        """How many of the table's work items have left the queue (finished, given up, cancelled):
+        unchanged between two calls, no run of the table ended in between."""
+        with self._cond:
+            return self._ended.get(table_id, 0)
+
     def _drop(self, item: WorkItem) -> None:
+        self._ended[item.table_id] = self._ended.get(item.table_id, 0) + 1
         self._items.pop(item.key, None)
         if item.claimed is not None and self._claims.get((item.table_id, item.claimed)) is item:
             del self._claims[(item.table_id, item.claimed)]

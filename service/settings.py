@@ -175,7 +175,7 @@ class WatchSettings(_Model):
     """A table whose timeline has not changed for this long backs off (doubling its wait per look)."""
     tick_budget_s: float | None = Field(default=None, gt=0)
     """How long one watch tick may take before it counts as an overrun (default: the interval)."""
-    threads: int = Field(default=8, ge=1)
+    threads: int = Field(default=32, ge=1)
     """Tables looked at concurrently within a tick (a look mostly waits on storage)."""
     events: EventSettings = EventSettings()
 

@@ -2,8 +2,9 @@
 
 One look at a table costs a directory listing of its active timeline (on local storage, only a
 ``stat`` of the folder while its modification time is unchanged). The timeline is re-read only
-when the listing changed; the heartbeats of pending table services are checked on every look,
-since an attempt becomes abandoned without anything on the timeline changing.
+when the listing changed; the heartbeats of pending table services are checked on every look
+(one listing of the heartbeat folder for all of them), since an attempt becomes abandoned without
+anything on the timeline changing.
 
 What is found, per table, is a list of :class:`PendingInstant`: each pending compaction, log
 compaction, clustering, clean, indexing or rollback with its age, whether another process beats
@@ -34,7 +35,7 @@ from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.instant_time import parse_instant_time
 from hoodie.timeline.timeline import ActiveTimeline
-from hoodie.transaction.heartbeat import HeartbeatConfig, last_heartbeat_ms
+from hoodie.transaction.heartbeat import HeartbeatConfig
 from service.clock import SYSTEM, Clock
 from service.settings import WatchSettings
 
@@ -175,15 +176,26 @@ def _candidates(table: HoodieTable, timeline: ActiveTimeline, lazy: bool) -> lis
     return out
 
 
+def _heartbeats(table: HoodieTable) -> dict[str, int]:
+    """Instant -> its heartbeat's last beat (ms), from one listing of ``.hoodie/.heartbeat``.
+
+    One request however many instants are pending; looking each file up would cost one per
+    instant, and on S3 two for a missing one (pyarrow follows a 404 with a listing, in case the
+    key is a folder). A heartbeat's beat is its file's modification time, which a listing carries.
+    """
+    return {e.name: e.mtime_ms for e in table.fileio.list_dir(table.paths.heartbeat) if not e.is_dir}
+
+
 def _classify(
     table: HoodieTable, watch: TableWatch, heartbeat: HeartbeatConfig, now: float
 ) -> list[PendingInstant]:
     assert watch.timeline is not None
     now_ms = int(now * 1000)
     out: list[PendingInstant] = []
+    beats = _heartbeats(table) if watch.candidates else {}
     for service, instant in watch.candidates:
         ts = instant.requested_time
-        last = last_heartbeat_ms(table.fileio, table.paths, ts)
+        last = beats.get(ts)
         beating = last is not None and now_ms - last <= heartbeat.expiry_ms
         if service == ROLLBACK and instant.action is not Action.ROLLBACK:
             abandoned = not beating  # a failed write

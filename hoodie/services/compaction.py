@@ -513,7 +513,9 @@ def execute_compaction(ctx: ServiceContext, instant_time: str, runner: Runner) -
     ) as claim:
         if claim.instant.is_inflight:
             recover_inflight(ctx, claim.instant)
-        timeline = table.reload()
+            timeline = table.reload()
+        else:
+            timeline = table.timeline  # read under the lock by the claim, just now
         inflight = timeline.transition_to_inflight(Instant(instant_time, Action.COMPACTION, State.REQUESTED))
         crash_point("compaction.after_inflight")
         shared = slice_task_fields(ctx, timeline.reload(), instant_time, add_meta_fields(schema_json))
