@@ -207,8 +207,10 @@ def active_s3_latency(
     ``requests`` compaction requests at random moments over ``spread_s``. REQUESTED -> queued (the
     look that saw it) and REQUESTED -> run started (the run writes INFLIGHT first), from the daemon's
     run history. The tables count as active throughout (``watch.idle_after_s`` covers the run).
-    60 requests a minute keep its 4 workers ahead of the work (a compaction on the
-    emulator at 20 ms a request takes seconds): with more, the queue, not the watching, is measured."""
+    The requests come about 24 a minute (a pause of ``spread_s / requests`` on average, plus the
+    1-2 s a writer takes to schedule one at 20 ms a request), which keeps the 4 workers ahead of the
+    work (a compaction on the emulator takes 5-9 s): with more, the queue, not the watching, is
+    measured."""
     from bench.daemon import _Daemon
 
     shutil.rmtree(root, ignore_errors=True)
