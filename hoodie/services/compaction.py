@@ -62,7 +62,7 @@ from hoodie.services.slice_tasks import (
     stats_by_partition,
 )
 from hoodie.table import HoodieTable
-from hoodie.timeline.instant import Action, Instant, State
+from hoodie.timeline.instant import Action, Instant
 from hoodie.timeline.instant_time import parse_instant_time
 from hoodie.timeline.timeline import ActiveTimeline
 from hoodie.transaction.lock import locked
@@ -512,14 +512,14 @@ def execute_compaction(ctx: ServiceContext, instant_time: str, runner: Runner) -
         if claim.instant.is_inflight:
             recover_inflight(ctx, claim.instant)
         timeline = table.reload()
-        inflight = timeline.transition_to_inflight(Instant(instant_time, Action.COMPACTION, State.REQUESTED))
+        inflight = claim.go_inflight(timeline, {op.partition_path or "" for op in plan.operations or ()})
         crash_point("compaction.after_inflight")
         shared = slice_task_fields(ctx, timeline.reload(), instant_time, add_meta_fields(schema_json))
         tasks = [
-            {**shared, **budget.to_task(), "operation": op.to_avro(), "write_token": f"{i}-0-{i}"}
+            {**shared, **budget.to_task(), "operation": op.to_avro(), "write_token": claim.write_token(i, i)}
             for i, op in enumerate(plan.operations or ())
         ]
-        results = runner.run(compact_file_group, tasks, f"compaction {instant_time} of {table.name}")
+        results = claim.run(runner, compact_file_group, tasks, f"compaction {instant_time} of {table.name}")
         stats = [WriteStat.from_avro(r["write_stat"]) for r in results]
         metadata = CommitMetadata(
             partition_to_write_stats=stats_by_partition(stats),
