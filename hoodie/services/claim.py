@@ -25,11 +25,13 @@ attempt, and the attempt never completes once it was taken over:
   (``<task>-<attempt>-<n>``), so that two attempts of one plan never write the same file name and
   each can tell its own files from the other's;
 * when the attempt goes inflight (:meth:`Claim.go_inflight`) the claim records the rollback instants
-  already on the timeline; the commit requirement :class:`NotTakenOver`, checked under the table
-  lock right before the completed file is written, refuses with
+  already on the timeline; the commit requirement :class:`NotTakenOver`, checked first under the
+  table lock, before the metadata table's update and the completed file are written, refuses with
   :class:`~hoodie.errors.InstantTakenOverError` when a rollback instant (requested, inflight or
   completed) that names our instant has appeared since, or when our heartbeat went late (it may have
-  been found expired, as Apache Hudi's ``HeartbeatUtils.abortIfHeartbeatExpired`` aborts);
+  been found expired, as Apache Hudi's ``HeartbeatUtils.abortIfHeartbeatExpired`` aborts). Services
+  that never call ``go_inflight`` (clean, indexing, the metadata table's compaction, whose re-runs
+  record no rollback instant) get the heartbeat half only;
 * a refused attempt deletes exactly the files (and markers) carrying its attempt id, never the other
   executor's, leaves the instant and the heartbeat file to the executor that took it over, and is
   never undone by a rollback of its own.
