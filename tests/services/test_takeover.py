@@ -91,7 +91,7 @@ def _tokens(path: Path) -> dict[str, str]:
     return out
 
 
-class _Pausing:
+class Pausing:
     """A in-process runner that runs ``fn`` on the first task, then calls ``meanwhile`` (what the other
     executor does while this one is stalled), then runs the remaining tasks."""
 
@@ -144,7 +144,7 @@ def test_a_taken_over_attempt_is_refused_after_the_other_executor_completed(
     with pytest.raises(
         InstantTakenOverError, match=rf"{service} {ts} on .* was taken over: rollback (\d+)"
     ) as e:
-        execute(a, ts, _Pausing(b_takes_over))
+        execute(a, ts, Pausing(b_takes_over))
     table = HoodieTable.open(str(path))
     (done,) = b_done
     assert done.instant.is_completed and table.reload().get(ts) == done.instant, "B's completion is intact"
@@ -194,7 +194,7 @@ def test_a_taken_over_attempt_is_refused_while_the_other_executor_still_runs(
 
     try:
         with pytest.raises(InstantTakenOverError, match=rf"{service} {ts} .* was taken over") as e:
-            execute(a, ts, _Pausing(b_takes_over))
+            execute(a, ts, Pausing(b_takes_over))
         table = HoodieTable.open(str(path))
         current = table.reload().get(ts)
         assert current is not None and current.is_inflight, "B's attempt is still running"
@@ -235,7 +235,7 @@ def test_a_log_compaction_rolled_back_by_another_executor_is_refused(tmp_path: P
         )
 
     with pytest.raises(InstantTakenOverError, match=rf"log compaction {ts} .* taken over: rollback") as e:
-        execute_log_compaction(a, ts, _Pausing(b_takes_over))
+        execute_log_compaction(a, ts, Pausing(b_takes_over))
     (done,) = rolled_back
     assert done.instant.action is Action.ROLLBACK and e.value.rollback == done.instant.requested_time
     assert HoodieTable.open(str(path)).reload().get(ts) is None, "plan and attempt are gone"
