@@ -34,7 +34,8 @@ attempt, and the attempt never completes once it was taken over:
   record no rollback instant) get the heartbeat half only;
 * a refused attempt deletes exactly the files (and markers) carrying its attempt id, never the other
   executor's, leaves the instant and the heartbeat file to the executor that took it over, and is
-  never undone by a rollback of its own.
+  never undone by a rollback of its own; the attempt that completes the instant removes the marked
+  files of any other attempt (:meth:`Claim.finish`), in case the refused one never runs again.
 """
 
 from __future__ import annotations
@@ -129,13 +130,26 @@ class Claim:
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         try:
-            if isinstance(exc, InstantTakenOverError) or (exc is not None and self.heartbeat.check_late()):
+            if exc is not None and (
+                isinstance(exc, InstantTakenOverError) or self.heartbeat.check_late() or self._taken_over()
+            ):
                 self._stopped = True
                 self.discard_attempt()
             elif isinstance(exc, JobCancelled) and self.undo is not None:
                 self._undo_cancelled()
         finally:
             self.release()
+
+    def _taken_over(self) -> bool:
+        """Whether an attempt that failed had been taken over (then the instant and the heartbeat file
+        are another executor's: neither is touched); True when the timeline cannot be read to tell."""
+        if self.seen_rollbacks is None:
+            return False
+        try:
+            return self.taken_over_by(self.ctx.table.reload()) is not None
+        except Exception:  # cannot tell: leave the heartbeat file, drop only our own files
+            log.exception("%s: could not tell whether the failed attempt was taken over", self._name())
+            return True
 
     # -- writing --------------------------------------------------------------------------------
 
@@ -226,6 +240,22 @@ class Claim:
                 rollback,
             )
         self.check_live()
+
+    def finish(self) -> list[str]:
+        """Once this attempt has completed the instant: delete the data files other attempts of it
+        left (listed by the instant's markers, carrying another attempt id), then the markers. No
+        other attempt can complete the instant any more, so what they wrote is garbage (Apache Hudi
+        reconciles against the markers likewise, ``HoodieTable.reconcileAgainstMarkers``); a
+        taken-over attempt still running deletes what it writes later itself."""
+        table = self.ctx.table
+        fileio = table.fileio
+        markers = WriteMarkers(fileio, table.paths, self.instant.requested_time)
+        others = [p for p in markers.data_file_paths() if not self.owns(p.rsplit("/", 1)[-1])]
+        removed = [p for p in others if fileio.delete(p)]
+        if removed:
+            log.warning("%s: removed %d file(s) other attempts left: %s", self._name(), len(removed), removed)
+        markers.delete_all()
+        return removed
 
     def discard_attempt(self) -> list[str]:
         """Delete the files (and their markers) this attempt wrote, found by its write tokens in the

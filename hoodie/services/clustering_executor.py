@@ -432,7 +432,7 @@ def execute_clustering(ctx: ServiceContext, instant_time: str, runner: Runner) -
                 ),
             ),
         )
-        WriteMarkers(table.fileio, table.paths, instant_time).delete_all()
+        claim.finish()
     rows = sum(int(r["rows"]) for r in results)
     log.info(
         "%s: completed clustering %s: %d file group(s) rewritten into %d file(s), %d rows",

@@ -530,7 +530,7 @@ def execute_compaction(ctx: ServiceContext, instant_time: str, runner: Runner) -
         )
         crash_point("compaction.before_complete")
         done = ctx.complete(inflight, metadata.to_bytes(table.table_version))
-        WriteMarkers(table.fileio, table.paths, instant_time).delete_all()
+        claim.finish()
     log.info("%s: completed compaction %s (%d file groups)", table.base_path, done, len(stats))
     return ExecutionResult(done, stats)
 

@@ -537,7 +537,7 @@ def execute_log_compaction(ctx: ServiceContext, instant_time: str, runner: Runne
         done = ctx.complete(
             inflight, metadata.to_bytes(table.table_version), NoConflictingCommit(still_ordered)
         )
-        WriteMarkers(table.fileio, table.paths, instant_time).delete_all()
+        claim.finish()
     counts = {
         "records": sum(int(r["rows"]) for r in results),
         "deletes": sum(int(r["deletes"]) for r in results),

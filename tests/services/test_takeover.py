@@ -290,3 +290,66 @@ def test_a_late_heartbeat_stops_the_attempt_between_tasks(tmp_path: Path) -> Non
     done = execute_compaction(ServiceContext(table), ts, LocalRunner())
     assert done.instant.is_completed
     assert _rows_read_by_hudi_rs(path) == _model()
+
+
+def test_the_completing_executor_removes_what_a_frozen_attempt_wrote_after_the_takeover(
+    tmp_path: Path,
+) -> None:
+    """A writes a file after B rolled it back, then freezes (alive, but it may never run again):
+    B's completion removes that file (it is marked, but another attempt's), keeps its own."""
+    path = tmp_path / "t"
+    ts = _compaction_table(path)
+    a = ServiceContext(HoodieTable.open(str(path)))
+    a_stalled, b_inflight, a_wrote, a_may_go_on = (threading.Event() for _ in range(4))
+    a_error: list[BaseException] = []
+    a_files: set[str] = set()
+
+    class _AFreezes:
+        cancel = threading.Event()
+
+        def run(self, fn: TaskFunction, tasks: Sequence[Task], description: str) -> list[TaskResult]:
+            out = [fn(tasks[0])]
+            _stall(a, ts)
+            a_stalled.set()
+            assert b_inflight.wait(60)
+            out.append(fn(tasks[1]))  # after B's rollback: only its marker tells of it
+            a_files.update(f for f in data_files(path) if ts in f and Path(path, f).exists())
+            a_wrote.set()
+            assert a_may_go_on.wait(60)
+            out += [fn(t) for t in tasks[2:]]
+            return out
+
+    class _BWaits:
+        cancel = threading.Event()
+
+        def run(self, fn: TaskFunction, tasks: Sequence[Task], description: str) -> list[TaskResult]:
+            out = LocalRunner().run(fn, tasks, description)
+            b_inflight.set()
+            assert a_wrote.wait(60)
+            return out
+
+    def run_a() -> None:
+        try:
+            execute_compaction(a, ts, _AFreezes())
+        except BaseException as e:  # handed to the test thread
+            a_error.append(e)
+
+    frozen = threading.Thread(target=run_a)
+    frozen.start()
+    try:
+        assert a_stalled.wait(60)
+        done = execute_compaction(ServiceContext(HoodieTable.open(str(path))), ts, _BWaits())
+        table = HoodieTable.open(str(path))
+        written = {s.path for s in table.commit_metadata(done.instant).write_stats()}
+        strays = a_files - written
+        assert len(strays) == 1, "A's second file was there when B completed"
+        assert {f for f in data_files(path) if ts in f} == written, "B removed it, kept its own"
+        assert not (path / ".hoodie" / ".temp" / ts).exists()
+        assert _rows_read_by_hudi_rs(path) == _model()
+    finally:
+        a_may_go_on.set()
+        frozen.join(60)
+    (error,) = a_error
+    assert isinstance(error, InstantTakenOverError) and error.instant_time == ts
+    assert {f for f in data_files(path) if ts in f} == written, "A, thawed, removed what it wrote last"
+    assert _rows_read_by_hudi_rs(path) == _model()
