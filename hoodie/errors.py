@@ -63,6 +63,21 @@ class InstantNotPendingError(TableServiceError):
     """The instant is not pending any more (completed or rolled back meanwhile), or never was."""
 
 
+class InstantTakenOverError(TableServiceError):
+    """Another executor took over the instant this process was executing: it found our heartbeat expired
+    and rolled our attempt back (``rollback`` names that rollback instant; None when our own heartbeat
+    went late and the attempt stopped before anyone was seen taking it over). Nothing was completed.
+    """
+
+    def __init__(self, message: str, instant_time: str, rollback: str | None = None) -> None:
+        super().__init__(message)
+        self.instant_time = instant_time
+        self.rollback = rollback
+
+    def __reduce__(self) -> tuple[type[InstantTakenOverError], tuple[str, str, str | None]]:
+        return type(self), (str(self), self.instant_time, self.rollback)
+
+
 class UnsupportedShapeError(UnsupportedTableError):
     """The table's shape (:mod:`hoodie.shape`) makes hts refuse an operation, before anything is written.
 

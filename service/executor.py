@@ -20,7 +20,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from hoodie.errors import HoodieError, InstantBusyError, InstantNotPendingError, UnsupportedShapeError
+from hoodie.errors import (
+    HoodieError,
+    InstantBusyError,
+    InstantNotPendingError,
+    InstantTakenOverError,
+    UnsupportedShapeError,
+)
 from hoodie.io import usage
 from hoodie.io.requests import counting
 from hoodie.services import orchestrator
@@ -36,6 +42,8 @@ from service.store import RunKind, RunState
 log = logging.getLogger(__name__)
 
 IN_PROCESS = "in-process"
+TAKEN_OVER = "taken over"
+"""Why a run was cancelled when another executor took its instant over (``hoodie.services.claim``)."""
 
 
 class SparkHolder:
@@ -167,6 +175,12 @@ class Executor:
             return Outcome(RunState.SKIPPED, {"reason": "no longer pending"}, str(e))
         except JobCancelled as e:
             return Outcome(RunState.CANCELLED, {}, str(e))
+        except InstantTakenOverError as e:
+            # Our heartbeat was late and another executor (a replica, or Apache Hudi's writer) rolled
+            # the attempt back and runs the instant: not the table's failure, so it is no failed run
+            # towards auto-suspend, not retried here, and the instant is not given up on.
+            details = {"reason": TAKEN_OVER, "rollback": e.rollback}
+            return Outcome(RunState.CANCELLED, details, f"{type(e).__name__}: {e}")
         except RunFailed as e:
             return Outcome(failed, {}, str(e), retry=e.retry)
         except LockError as e:

@@ -18,7 +18,7 @@ from typing import Any
 from hoodie.services.registry import ServiceKind
 from service.cost import add_costs
 from service.errors import NotFound
-from service.executor import Executor, Outcome
+from service.executor import TAKEN_OVER, Executor, Outcome
 from service.locks import LockState
 from service.metrics import Metrics
 from service.queue import WorkItem, WorkQueue
@@ -273,7 +273,13 @@ class RunLoop:
         target = (item.table_id, item.target) if item.target is not None else None
         if outcome.state is RunState.FAILED and target is not None:
             self.gave_up[target] = f"gave up after repeated failures: {outcome.error or 'failed'}"
-        if outcome.state is RunState.CANCELLED and target is not None and not self.stopping:
+        taken_over = outcome.details.get("reason") == TAKEN_OVER  # the other executor carries it on
+        if (
+            outcome.state is RunState.CANCELLED
+            and target is not None
+            and not self.stopping
+            and not taken_over
+        ):
             self.gave_up[target] = CANCELLED.format(run=item.run_id, service=item.service)
         self._count_outcome(item, outcome)
         details = dict(outcome.details)

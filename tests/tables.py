@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -93,6 +94,15 @@ def snapshot(path: Path | str, *, drop: tuple[str, ...] = ("_hoodie_file_name",)
 
     data = TableReader(HoodieTable.open(str(path))).snapshot()
     return sorted(str(r) for r in data.drop_columns([c for c in drop if c in data.column_names]).to_pylist())
+
+
+def age_heartbeats(path: Path | str, seconds: float = 600) -> None:
+    """Make every heartbeat file of the table (and its metadata table) ``seconds`` old, as the
+    heartbeat of a process dead that long is: the next executor finds its attempts abandoned
+    without the tests shortening the heartbeat of the live ones."""
+    old = time.time() - seconds
+    for beat in Path(path).rglob(".heartbeat/*"):
+        os.utime(beat, (old, old))
 
 
 def data_files(path: Path | str) -> set[str]:

@@ -127,6 +127,8 @@ class ServiceContext:
     lock_timeout_s: float = 60.0
     owned_instants: set[str] = field(default_factory=set)
     """Pending instants this context claimed (``hoodie.services.claim``): their live heartbeat is ours."""
+    claim_checks: dict[str, Requirement] = field(default_factory=dict)
+    """Per claimed instant, what its commit must also meet: not taken over (``hoodie.services.claim``)."""
     shape_checked: str | None = None
     """The service whose shape check let this context execute: its commits check it again."""
 
@@ -201,10 +203,21 @@ class ServiceContext:
             completion_time=self.completion_time,
             lock=self.table_lock,
             timeout_s=self.lock_timeout_s,
-            requirements=[StillInflight(), *self.shape_requirements(), *requirements],
+            requirements=[
+                *self.claim_requirements(instant),
+                StillInflight(),
+                *self.shape_requirements(),
+                *requirements,
+            ],
             sync=sync,
             upkeep=self.maintain_metadata,
         )
+
+    def claim_requirements(self, instant: Instant) -> list[Requirement]:
+        """The requirement of this context's claim on ``instant``, checked first: a taken-over attempt
+        is refused as such even once the other executor has completed the instant."""
+        check = self.claim_checks.get(instant.requested_time)
+        return [] if check is None else [check]
 
     def shape_requirements(self) -> list[Requirement]:
         """The commit requirement that the shape still allows what this context executes (if any)."""

@@ -241,7 +241,9 @@ def copy_group(
         raise TableServiceError(
             f"clustering {job.instant_time} group {task['group_index']} can no longer be copied: {plan}"
         )
-    new = BaseFile(task["file_ids"][0], write_token(0, int(task["group_index"]), 0), job.instant_time)
+    new = BaseFile(
+        task["file_ids"][0], write_token(int(task["group_index"]), int(task["attempt"]), 0), job.instant_time
+    )
     WriteMarkers(table.fileio, table.paths, job.instant_time).create(partition, new.name, IOType.CREATE)
     result = binary_copy(table.fileio, plan, join(table.base_path, partition, new.name))
     crash_point("clustering.task_after_write")

@@ -203,7 +203,7 @@ def cluster_group(task: Task) -> TaskResult:
     for j, (offset, length) in enumerate(runs):
         create_start = time.monotonic()
         chunk = data.slice(offset, length)
-        new = BaseFile(file_ids[j], write_token(j, task_index, 0), instant_time)
+        new = BaseFile(file_ids[j], write_token(task_index, int(task["attempt"]), j), instant_time)
         if FILE_NAME in chunk.column_names:
             chunk = set_constant(chunk, FILE_NAME, new.name)
         markers.create(partition, new.name, IOType.CREATE)
@@ -331,12 +331,16 @@ def _no_lost_writes(table: HoodieTable, state: _ReadState) -> Callable[[ActiveTi
     return check
 
 
-def _drop_unreferenced(table: HoodieTable, instant_time: str, stats: Sequence[WriteStat]) -> list[str]:
-    """Delete files the markers list but no write stat names (left by retried or failed tasks)."""
+def _drop_unreferenced(
+    table: HoodieTable, instant_time: str, stats: Sequence[WriteStat], ours: Callable[[str], bool]
+) -> list[str]:
+    """Delete files of this attempt (``ours``: by write token) the markers list but no write stat names
+    (left by retried or failed tasks). Another attempt's files are never touched: an executor that
+    took the instant over may be writing them."""
     written = {join(table.base_path, s.path or "") for s in stats}
     removed = []
     for path in WriteMarkers(table.fileio, table.paths, instant_time).data_file_paths():
-        if path not in written and table.fileio.exists(path):
+        if path not in written and ours(path.rsplit("/", 1)[-1]) and table.fileio.exists(path):
             table.fileio.delete(path)
             removed.append(path)
     return removed
@@ -381,7 +385,7 @@ def execute_clustering(ctx: ServiceContext, instant_time: str, runner: Runner) -
         timeline = table.reload()
         schema_json = latest_writer_schema(table, "clustering")
         meta_avro = add_meta_fields(schema_json) if table.config.populate_meta_fields else schema_json
-        inflight = timeline.transition_to_inflight(Instant(instant_time, instant.action, State.REQUESTED))
+        inflight = claim.go_inflight(timeline, {partition for partition, _ in plan.file_groups()})
         crash_point("clustering.after_inflight")
         base = slice_task_fields(ctx, timeline.reload(), instant_time, meta_avro)
         shared = {
@@ -390,6 +394,7 @@ def execute_clustering(ctx: ServiceContext, instant_time: str, runner: Runner) -
             "sort_columns": params.get(SORT_COLUMNS_KEY),
             "layout": LayoutOptions.from_options(ctx.options).to_options(),
             "binary_copy": binary_copy,
+            "attempt": claim.attempt,
         }
         tasks = [
             {
@@ -400,7 +405,7 @@ def execute_clustering(ctx: ServiceContext, instant_time: str, runner: Runner) -
             }
             for i, group in enumerate(plan.input_groups or ())
         ]
-        results = runner.run(cluster_group, tasks, f"clustering {instant_time} of {table.name}")
+        results = claim.run(runner, cluster_group, tasks, f"clustering {instant_time} of {table.name}")
         stats = [WriteStat.from_avro(s) for r in results for s in r["write_stats"]]
         replaced: dict[str, list[str]] = {}
         for partition, file_id in plan.file_groups():
@@ -413,7 +418,7 @@ def execute_clustering(ctx: ServiceContext, instant_time: str, runner: Runner) -
             operation_type="CLUSTER",
             partition_to_replace_file_ids=replaced,
         )
-        dropped = _drop_unreferenced(table, instant_time, stats)
+        dropped = _drop_unreferenced(table, instant_time, stats, claim.owns)
         crash_point("clustering.before_complete")
         done = ctx.complete(
             inflight,
@@ -431,7 +436,7 @@ def execute_clustering(ctx: ServiceContext, instant_time: str, runner: Runner) -
                 ),
             ),
         )
-        WriteMarkers(table.fileio, table.paths, instant_time).delete_all()
+        claim.finish()
     rows = sum(int(r["rows"]) for r in results)
     log.info(
         "%s: completed clustering %s: %d file group(s) rewritten into %d file(s), %d rows",

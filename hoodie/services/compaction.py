@@ -63,7 +63,7 @@ from hoodie.services.slice_tasks import (
     stats_by_partition,
 )
 from hoodie.table import HoodieTable
-from hoodie.timeline.instant import Action, Instant, State
+from hoodie.timeline.instant import Action, Instant
 from hoodie.timeline.instant_time import parse_instant_time
 from hoodie.timeline.timeline import ActiveTimeline
 from hoodie.transaction.lock import locked
@@ -516,14 +516,14 @@ def execute_compaction(ctx: ServiceContext, instant_time: str, runner: Runner) -
             timeline = table.reload()
         else:
             timeline = table.timeline  # read under the lock by the claim, just now
-        inflight = timeline.transition_to_inflight(Instant(instant_time, Action.COMPACTION, State.REQUESTED))
+        inflight = claim.go_inflight(timeline, {op.partition_path or "" for op in plan.operations or ()})
         crash_point("compaction.after_inflight")
         shared = slice_task_fields(ctx, timeline.reload(), instant_time, add_meta_fields(schema_json))
         tasks = [
-            {**shared, **budget.to_task(), "operation": op.to_avro(), "write_token": f"{i}-0-{i}"}
+            {**shared, **budget.to_task(), "operation": op.to_avro(), "write_token": claim.write_token(i, i)}
             for i, op in enumerate(plan.operations or ())
         ]
-        results = runner.run(compact_file_group, tasks, f"compaction {instant_time} of {table.name}")
+        results = claim.run(runner, compact_file_group, tasks, f"compaction {instant_time} of {table.name}")
         stats = [WriteStat.from_avro(r["write_stat"]) for r in results]
         metadata = CommitMetadata(
             partition_to_write_stats=stats_by_partition(stats),
@@ -534,7 +534,7 @@ def execute_compaction(ctx: ServiceContext, instant_time: str, runner: Runner) -
         )
         crash_point("compaction.before_complete")
         done = ctx.complete(inflight, metadata.to_bytes(table.table_version))
-        WriteMarkers(table.fileio, table.paths, instant_time).delete_all()
+        claim.finish()
     log.info("%s: completed compaction %s (%d file groups)", table.base_path, done, len(stats))
     return ExecutionResult(done, stats)
 

@@ -518,10 +518,11 @@ def execute_indexing(ctx: ServiceContext, instant_time: str, runner: Runner) -> 
                 completion_time=lambda _: ctx.new_instant_time(lock_held=True),
                 timeline=fresh,
                 requirements=[
+                    *ctx.claim_requirements(inflight),
                     StillInflight(
                         "indexing {time} is no longer inflight on {base} (now {now}); "
                         "another process rolled it back or completed it"
-                    )
+                    ),
                 ],
                 sync=complete_builds,
                 publish=lambda _fresh, _current: set_metadata_partitions(

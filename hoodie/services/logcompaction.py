@@ -498,17 +498,16 @@ def execute_log_compaction(ctx: ServiceContext, instant_time: str, runner: Runne
             raise TableServiceError(f"unsupported {BLOCK_FORMAT_KEY}={block_format!r} (avro, parquet)")
         still_ordered(timeline)
         schema_json = latest_writer_schema(table, SERVICE)
-        inflight = timeline.transition_to_inflight(
-            Instant(instant_time, Action.LOG_COMPACTION, State.REQUESTED)
-        )
+        inflight = claim.go_inflight(timeline, {op.partition_path or "" for op in plan.operations or ()})
         crash_point(f"{SERVICE}.after_inflight")
         shared = slice_task_fields(ctx, timeline.reload(), instant_time, add_meta_fields(schema_json))
         shared["block_format"] = block_format
         tasks = [
-            {**shared, "operation": op.to_avro(), "write_token": f"{i}-0-{i}"}
+            {**shared, "operation": op.to_avro(), "write_token": claim.write_token(i, i)}
             for i, op in enumerate(plan.operations or ())
         ]
-        results = runner.run(log_compact_file_group, tasks, f"log compaction {instant_time} of {table.name}")
+        description = f"log compaction {instant_time} of {table.name}"
+        results = claim.run(runner, log_compact_file_group, tasks, description)
         stats = [WriteStat.from_avro(r["write_stat"]) for r in results]
         metadata = CommitMetadata(
             partition_to_write_stats=stats_by_partition(stats),
@@ -521,7 +520,7 @@ def execute_log_compaction(ctx: ServiceContext, instant_time: str, runner: Runne
         done = ctx.complete(
             inflight, metadata.to_bytes(table.table_version), NoConflictingCommit(still_ordered)
         )
-        WriteMarkers(table.fileio, table.paths, instant_time).delete_all()
+        claim.finish()
     counts = {
         "records": sum(int(r["rows"]) for r in results),
         "deletes": sum(int(r["deletes"]) for r in results),

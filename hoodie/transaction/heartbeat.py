@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from hoodie.io.fileio import FileIO, join
@@ -69,17 +69,63 @@ def is_heartbeat_expired(
 
 
 class Heartbeat:
-    """Keeps the heartbeat of one instant alive from a background thread until stopped."""
+    """Keeps the heartbeat of one instant alive from a background thread until stopped.
 
-    def __init__(self, fileio: FileIO, paths: TablePaths, instant_time: str, config: HeartbeatConfig) -> None:
+    A beat that comes later than the expiry (``interval * tolerable misses``) after the previous one
+    means another process may already have found the instant abandoned and rolled it back:
+    :attr:`late` is set then. With ``stop_when_late`` (a claimed table service,
+    ``hoodie.services.claim``) the heartbeat also stops beating for good, since beating again would
+    make the rolled-back attempt look alive, and the attempt must not complete (as Apache Hudi's
+    ``HoodieHeartbeatClient.updateHeartbeat`` stops refreshing and ``HeartbeatUtils.abortIfHeartbeatExpired``
+    aborts the commit). The gap is measured on this process's monotonic clock from the start of the
+    last successful write, which is no later than the file's modification time other processes see.
+    """
+
+    def __init__(
+        self,
+        fileio: FileIO,
+        paths: TablePaths,
+        instant_time: str,
+        config: HeartbeatConfig,
+        *,
+        stop_when_late: bool = False,
+    ) -> None:
         self.fileio = fileio
+        self.stop_when_late = stop_when_late
         self.path = heartbeat_path(paths, instant_time)
         self.config = config
+        self.late = threading.Event()
+        """Set once a beat came (or would have come) later than the expiry after the previous one."""
+        self.late_by_ms = 0
+        """How far past the expiry the late beat was, when :attr:`late` is set."""
+        self.on_late: Callable[[], object] | None = None
+        """Called (from the heartbeat's thread) when it becomes late, e.g. to stop the running tasks."""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._last_beat = 0.0
 
     def beat(self) -> None:
+        started = time.monotonic()
         self.fileio.write_bytes(self.path, b"")
+        self._last_beat = started
+
+    def check_late(self) -> bool:
+        """Whether the heartbeat is (or has just become) late (then, with ``stop_when_late``, it stops
+        beating)."""
+        if self.late.is_set():
+            return True
+        if self._thread is None:
+            return False
+        gap_ms = int((time.monotonic() - self._last_beat) * 1000)
+        if gap_ms > self.config.expiry_ms:
+            self.late_by_ms = gap_ms - self.config.expiry_ms
+            self.late.set()
+            if self.stop_when_late:
+                self._stop.set()
+            if self.on_late is not None:
+                self.on_late()
+            return True
+        return False
 
     def start(self) -> Heartbeat:
         self.beat()
@@ -87,16 +133,25 @@ class Heartbeat:
         self._thread.start()
         return self
 
+    @property
+    def period_s(self) -> float:
+        """Seconds between beats: the interval, or half the expiry when that is shorter (with one
+        tolerable miss a beat exactly one interval late would already look expired)."""
+        return min(self.config.interval_ms, self.config.expiry_ms / 2) / 1000
+
     def _run(self) -> None:
-        while not self._stop.wait(self.config.interval_ms / 1000):
+        while not self._stop.wait(self.period_s):
+            if self.check_late() and self.stop_when_late:
+                return
             try:
                 self.beat()
-            except OSError:  # storage hiccup: the next beat retries
+            except OSError:  # storage hiccup: the next beat retries (until the gap makes it late)
                 continue
 
     def stop(self, *, delete: bool = True) -> None:
+        """Stop beating; ``delete`` the heartbeat file unless it may be another executor's by now."""
         self._stop.set()
-        if self._thread is not None:
+        if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
         if delete:
             self.fileio.delete(self.path)

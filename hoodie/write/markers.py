@@ -35,6 +35,12 @@ class WriteMarkers:
         with contextlib.suppress(FileExistsError):
             self.fileio.create_new(path, b"")
 
+    def delete(self, partition_path: str, file_name: str, io_type: IOType) -> bool:
+        """Remove one marker (False when it is not there)."""
+        return self.fileio.delete(
+            join(self.root, partition_path, f"{file_name}{MARKER_EXTENSION}.{io_type.value}")
+        )
+
     def files(self) -> list[tuple[str, str, IOType]]:
         """``(partition path, data file name, io type)`` of every marker."""
         out: list[tuple[str, str, IOType]] = []

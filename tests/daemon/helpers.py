@@ -29,9 +29,11 @@ from tests.servers.process import free_port
 from tests.tables import new_table, rows
 
 T = TypeVar("T")
+# A 2 s expiry: a dead attempt is found abandoned quickly, while a live one on a loaded machine is
+# not late (a late attempt stops, as it could have been taken over: hoodie.services.claim).
 FAST_HEARTBEAT = {
     "hoodie.client.heartbeat.interval_in_ms": "200",
-    "hoodie.client.heartbeat.tolerable.misses": "2",
+    "hoodie.client.heartbeat.tolerable.misses": "10",
 }
 
 

@@ -40,7 +40,7 @@ TEMPLATE = "daemon/template"
 LOCK = {PROVIDER_KEY: STORAGE}
 COMPACT_NOW = {"hoodie.compact.inline.max.delta.commits": "1"}
 # Heartbeats go to S3 through the slow proxy on a loaded machine: a tolerance of 5 s, not the
-# 0.4 s the local daemon tests use, or a live attempt would be taken for an abandoned one.
+# 2 s the local daemon tests use, or a live attempt would be taken for an abandoned one.
 HEARTBEAT = {
     "hoodie.client.heartbeat.interval_in_ms": "1000",
     "hoodie.client.heartbeat.tolerable.misses": "5",

@@ -186,7 +186,7 @@ def test_rollback_of_a_failed_write_on_s3(lake: Lake) -> None:
     with pytest.raises(Killed):
         KilledWriter(table).upsert(rows(range(0, 24, 5), 9))
     assert HoodieTable.open(uri, **lake.options).reload().pending().instants
-    time.sleep(1.0)  # the failed write's heartbeat (200 ms, 2 misses) expires
+    time.sleep(2.5)  # the failed write's heartbeat (200 ms, 10 misses) expires
     rolled = _run(lake, "rollback", uri, FAST_HEARTBEAT)
     assert rolled.executed, rolled.as_json()
     assert not HoodieTable.open(uri, **lake.options).reload().pending().instants

@@ -45,10 +45,9 @@ from hoodie.services.compaction import CompactionPolicy, execute_compaction, sch
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
 from hoodie.timeline.instant_time import normalize, parse_instant_time
-from hoodie.transaction.heartbeat import HeartbeatConfig
 from hoodie.write.writer import HoodieWriter
 from tests.conftest import NO_METADATA_TABLE, hudi_rs_rows
-from tests.tables import new_table, rows
+from tests.tables import age_heartbeats, new_table, rows
 
 VERSIONS = [TableVersion.SIX, TableVersion.EIGHT, TableVersion.NINE]
 FILE_VERSIONS = CleaningPolicy.KEEP_LATEST_FILE_VERSIONS
@@ -698,9 +697,8 @@ def test_an_interrupted_clean_runs_its_plan_again(tmp_path: Path) -> None:
     # The dead attempt's heartbeat is still fresh: a second executor refuses until it expires.
     with pytest.raises(TableServiceError, match="heartbeat is alive"):
         execute_clean(ServiceContext(table), scheduled.instant_time, LocalRunner())
-    quick = HeartbeatConfig(interval_ms=50, tolerable_misses=1)
-    time.sleep(0.2)
-    execute_clean(ServiceContext(table, heartbeat=quick), scheduled.instant_time, LocalRunner())
+    age_heartbeats(path)  # it expires (the next executor beats at the default interval)
+    execute_clean(ServiceContext(table), scheduled.instant_time, LocalRunner())
 
     meta = _metadata(path, scheduled.instant_time)
     failed = {f"{p}/{n}" for p, m in meta.partition_metadata.items() for n in m.failed_delete_files}

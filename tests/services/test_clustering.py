@@ -9,7 +9,6 @@ import itertools
 import json
 import random
 import shutil
-import time
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +41,7 @@ from hoodie.timeline.instant import Action, State
 from hoodie.write.options import WriteOptions
 from hoodie.write.writer import HoodieWriter
 from tests.conftest import NO_METADATA_TABLE, hudi_rs_rows
-from tests.tables import hts, new_table
+from tests.tables import age_heartbeats, hts, new_table
 
 SCHEMA = pa.schema(
     [("id", pa.string()), ("ts", pa.int64()), ("x", pa.int64()), ("y", pa.float64()), ("p", pa.string())]
@@ -537,8 +536,7 @@ def test_a_killed_clustering_recovers(tmp_path: Path, crash_at: str) -> None:
     path = tmp_path / "t"
     _our_table(path, TableVersion.EIGHT, TableType.MERGE_ON_READ, batches=2)
     before = hudi_rs_rows(path)
-    options = ["--option", f"{SORT}=x", "--option", "hoodie.client.heartbeat.interval_in_ms=100"]
-    options += ["--option", "hoodie.client.heartbeat.tolerable.misses=1"]
+    options = ["--option", f"{SORT}=x"]
     scheduled = hts("schedule", "clustering", str(path), *options)
     assert scheduled.returncode == 0, scheduled.stderr
     ts = scheduled.stdout.split()[2]
@@ -547,7 +545,7 @@ def test_a_killed_clustering_recovers(tmp_path: Path, crash_at: str) -> None:
     )
     assert killed.returncode == 97, killed.stderr
     assert hudi_rs_rows(path) == before  # the dead attempt is invisible
-    time.sleep(0.3)
+    age_heartbeats(path)
     resumed = hts("execute", "clustering", str(path), "--spark-master", "in-process", *options)
     assert resumed.returncode == 0, resumed.stderr
     table = HoodieTable.open(str(path))

@@ -9,7 +9,6 @@ dead attempt counts as abandoned a moment later.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -22,15 +21,9 @@ from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action
 from hoodie.write.writer import HoodieWriter
 from tests.conftest import hudi_rs_rows
-from tests.tables import hts, new_table
+from tests.tables import age_heartbeats, hts, new_table
 
 SCHEMA = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("p", pa.string())])
-FAST_HEARTBEAT = [
-    "--option",
-    "hoodie.client.heartbeat.interval_in_ms=100",
-    "--option",
-    "hoodie.client.heartbeat.tolerable.misses=1",
-]
 
 
 def _table(path: Path, version: TableVersion, **extra: Any) -> None:
@@ -83,9 +76,7 @@ def test_killed_compaction_recovers(tmp_path: Path, crash_at: str, version: Tabl
     assert scheduled.returncode == 0, scheduled.stderr
     ts = scheduled.stdout.split()[2]
 
-    killed = hts(
-        "execute", "compaction", str(path), "--spark-master", "in-process", *FAST_HEARTBEAT, crash_at=crash_at
-    )
+    killed = hts("execute", "compaction", str(path), "--spark-master", "in-process", crash_at=crash_at)
     assert killed.returncode == 97, killed.stderr
     table = HoodieTable.open(str(path))
     instant = table.timeline.get(ts, Action.COMPACTION)
@@ -94,8 +85,8 @@ def test_killed_compaction_recovers(tmp_path: Path, crash_at: str, version: Tabl
     assert _rows(path) == before_rows
     assert hudi_rs_rows(path) == before_rs
 
-    time.sleep(0.3)  # let the dead attempt's heartbeat expire
-    resumed = hts("execute", "compaction", str(path), "--spark-master", "in-process", *FAST_HEARTBEAT)
+    age_heartbeats(path)  # the dead attempt's heartbeat expires
+    resumed = hts("execute", "compaction", str(path), "--spark-master", "in-process")
     assert resumed.returncode == 0, resumed.stderr
     assert f"completed compaction {ts}" in resumed.stdout
 
@@ -166,7 +157,6 @@ def test_crash_between_metadata_update_and_completion(tmp_path: Path) -> None:
         str(path),
         "--spark-master",
         "in-process",
-        *FAST_HEARTBEAT,
         crash_at="metadata.before_data_complete",
     )
     assert killed.returncode == 97, killed.stderr
@@ -179,8 +169,8 @@ def test_crash_between_metadata_update_and_completion(tmp_path: Path) -> None:
     assert _rows(path) == before_rows
     assert hudi_rs_rows(path) == before_rs
 
-    time.sleep(0.3)
-    resumed = hts("execute", "compaction", str(path), "--spark-master", "in-process", *FAST_HEARTBEAT)
+    age_heartbeats(path)
+    resumed = hts("execute", "compaction", str(path), "--spark-master", "in-process")
     assert resumed.returncode == 0, resumed.stderr
     table = HoodieTable.open(str(path))
     assert table.timeline.is_completed(ts)

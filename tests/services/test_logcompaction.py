@@ -8,7 +8,6 @@ import io
 import json
 import random
 import shutil
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -46,7 +45,7 @@ from hoodie.write.markers import IOType, WriteMarkers
 from hoodie.write.options import LogBlockFormat, WriteOptions
 from hoodie.write.writer import HoodieWriter
 from tests.conftest import NO_METADATA_TABLE, hudi_rs_rows
-from tests.tables import SCHEMA, hts, new_table, rows
+from tests.tables import SCHEMA, age_heartbeats, hts, new_table, rows
 
 
 def _our_table(
@@ -404,8 +403,6 @@ def test_a_killed_log_compaction_leaves_the_table_as_it_was(tmp_path: Path, step
     data_files = {
         str(p.relative_to(path)) for p in path.rglob("*") if p.is_file() and ".hoodie" not in p.parts
     }
-    fast = ["--option", "hoodie.client.heartbeat.interval_in_ms=100"]
-    fast += ["--option", "hoodie.client.heartbeat.tolerable.misses=1"]
     assert hts("schedule", "logcompaction", str(path)).returncode == 0
     (ts,) = [i.requested_time for i in HoodieTable.open(str(path)).timeline.pending_log_compaction()]
     killed = hts(
@@ -414,16 +411,15 @@ def test_a_killed_log_compaction_leaves_the_table_as_it_was(tmp_path: Path, step
         str(path),
         "--spark-master",
         "in-process",
-        *fast,
         crash_at=f"logcompaction.{step}",
     )
     assert killed.returncode == 97, killed.stderr
     assert _snapshot(path) == before and hudi_rs_rows(path) == before_rs  # the dead attempt is invisible
-    time.sleep(0.3)  # its heartbeat expires
-    recovered = hts("execute", "logcompaction", str(path), "--spark-master", "in-process", *fast)
+    age_heartbeats(path)  # its heartbeat expires
+    recovered = hts("execute", "logcompaction", str(path), "--spark-master", "in-process")
     assert recovered.returncode == 0, recovered.stderr
     assert HoodieTable.open(str(path)).timeline.get(ts) is None  # rolled back with its plan
-    rerun = hts("run", "logcompaction", str(path), "--spark-master", "in-process", *fast)
+    rerun = hts("run", "logcompaction", str(path), "--spark-master", "in-process")
     assert rerun.returncode == 0, rerun.stderr
     assert _snapshot(path) == before and hudi_rs_rows(path) == before_rs
     table = HoodieTable.open(str(path))

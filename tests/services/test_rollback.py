@@ -273,12 +273,14 @@ def test_an_abandoned_compaction_returns_to_requested_and_runs_again(
     table = _table(path, version, TableType.MERGE_ON_READ)
     before, before_rs = _snapshot(path), hudi_rs_rows(path)
     ctx = ServiceContext(table, heartbeat=FAST)
+    # The executors beat at the default interval: with a 1 ms expiry an attempt would be late at once.
+    executor = ServiceContext(table)
     scheduled = schedule_compaction(ctx, CompactionPolicy())
     assert scheduled is not None and scheduled.instant_time is not None
     ts = scheduled.instant_time
     plan_bytes = _timeline_file(path, table, ts, State.REQUESTED, Action.COMPACTION)
     with pytest.raises(Killed):
-        execute_compaction(ctx, ts, DyingRunner())
+        execute_compaction(executor, ts, DyingRunner())
     half_done = [f for f in _data_files(path) if f.endswith(f"_{ts}.parquet")]
     assert len(half_done) == 1 and table.reload().get(ts, Action.COMPACTION).is_inflight  # type: ignore[union-attr]
     time.sleep(0.01)
@@ -299,7 +301,7 @@ def test_an_abandoned_compaction_returns_to_requested_and_runs_again(
         str(path / half_done[0])
     ]
     # The same plan now runs to completion; the table reads the same to both readers.
-    done = execute_compaction(ctx, ts, LocalRunner())
+    done = execute_compaction(executor, ts, LocalRunner())
     assert done.instant.is_completed and _snapshot(path) == before and hudi_rs_rows(path) == before_rs
 
 
@@ -310,8 +312,8 @@ def test_recover_inflight_records_a_rollback_for_the_executor(tmp_path: Path) ->
     scheduled = schedule_compaction(ctx, CompactionPolicy())
     assert scheduled is not None and scheduled.instant_time is not None
     ts = scheduled.instant_time
-    with pytest.raises(Killed):
-        execute_compaction(ctx, ts, DyingRunner())
+    with pytest.raises(Killed):  # the executor beats at the default interval (1 ms: late at once)
+        execute_compaction(ServiceContext(table), ts, DyingRunner())
     inflight = table.reload().get(ts, Action.COMPACTION)
     assert inflight is not None
     live = ServiceContext(table)  # default expiry: a fresh attempt still counts as alive
