@@ -6,7 +6,11 @@ import re
 import uuid
 from dataclasses import dataclass
 
-_BASE_RE = re.compile(r"^([^_/]+)_(\d+-\d+-\d+)_(\d+)\.(parquet|orc|hfile|lance)$")
+BASE_PATTERN = (
+    r"^(?P<file_id>[^_/]+)_(?P<token>\d+-\d+-\d+)_(?P<instant>\d+)\.(?P<ext>parquet|orc|hfile|lance)$"
+)
+"""A base file name's parts (also parsed over whole listings by :mod:`hoodie.file_group.file_index`)."""
+_BASE_RE = re.compile(BASE_PATTERN)
 _EXTENSIONS = {"PARQUET": "parquet", "ORC": "orc", "HFILE": "hfile", "LANCE": "lance"}
 
 

@@ -17,10 +17,12 @@ It applies Apache Hudi's visibility rules when building slices from a storage li
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+
+import numpy as np
 
 from hoodie.file_group.base_file import BaseFile
+from hoodie.file_group.file_index import FileIndex, Ints, Mask, group_any, group_max
 from hoodie.file_group.file_slice import FileGroup, FileGroupId, FileSlice
 from hoodie.file_group.log_file import LogFile
 from hoodie.io.fileio import FileInfo, FileIO, join
@@ -32,13 +34,46 @@ PARTITION_METAFILE = ".hoodie_partition_metadata"
 _PARTITION_METAFILES = (PARTITION_METAFILE, PARTITION_METAFILE + ".parquet", PARTITION_METAFILE + ".orc")
 
 
-@dataclass(frozen=True, slots=True)
 class PartitionListing:
-    """The base and log files found in one partition folder."""
+    """The files found in one partition folder: names and sizes, parsed into base and log files
+    on first use (planners over many partitions parse whole listings at once instead, through
+    :class:`hoodie.file_group.file_index.FileIndex`)."""
 
-    partition_path: str
-    base_files: tuple[BaseFile, ...]
-    log_files: tuple[LogFile, ...]
+    __slots__ = ("_parsed", "names", "partition_path", "sizes")
+
+    def __init__(self, partition_path: str, names: list[str], sizes: list[int]) -> None:
+        self.partition_path = partition_path
+        self.names = names
+        self.sizes = sizes
+        self._parsed: tuple[tuple[BaseFile, ...], tuple[LogFile, ...]] | None = None
+
+    @classmethod
+    def of(cls, partition_path: str, files: Mapping[str, int]) -> PartitionListing:
+        return cls(partition_path, list(files), list(files.values()))
+
+    def _parse(self) -> tuple[tuple[BaseFile, ...], tuple[LogFile, ...]]:
+        if self._parsed is None:
+            bases: list[BaseFile] = []
+            logs: list[LogFile] = []
+            for name, size in zip(self.names, self.sizes, strict=True):
+                if name.startswith("."):  # log file names start with a dot, base file names never do
+                    log = LogFile.parse(name, size)
+                    if log is not None and log.extension == "log" and not log.is_cdc:
+                        logs.append(log)
+                    continue
+                base = BaseFile.parse(name, size)
+                if base is not None:
+                    bases.append(base)
+            self._parsed = (tuple(bases), tuple(logs))
+        return self._parsed
+
+    @property
+    def base_files(self) -> tuple[BaseFile, ...]:
+        return self._parse()[0]
+
+    @property
+    def log_files(self) -> tuple[LogFile, ...]:
+        return self._parse()[1]
 
 
 def list_partition_paths(fileio: FileIO, base_path: str) -> list[str]:
@@ -70,23 +105,14 @@ def list_partition(fileio: FileIO, base_path: str, partition_path: str) -> Parti
 
 
 def _listing_of(partition_path: str, entries: Iterable[FileInfo]) -> PartitionListing:
-    return partition_listing(partition_path, ((e.name, e.size) for e in entries if not e.is_dir))
+    files = [e for e in entries if not e.is_dir]
+    return PartitionListing(partition_path, [e.name for e in files], [e.size for e in files])
 
 
 def partition_listing(partition_path: str, files: Iterable[tuple[str, int]]) -> PartitionListing:
-    """The base and log files among ``files`` (name, size) of one partition."""
-    bases: list[BaseFile] = []
-    logs: list[LogFile] = []
-    for name, size in files:
-        if name.startswith("."):  # log file names start with a dot, base file names never do
-            log = LogFile.parse(name, size)
-            if log is not None and log.extension == "log" and not log.is_cdc:
-                logs.append(log)
-            continue
-        base = BaseFile.parse(name, size)
-        if base is not None:
-            bases.append(base)
-    return PartitionListing(partition_path, tuple(bases), tuple(logs))
+    """The listing of one partition from its files' (name, size)."""
+    pairs = list(files)
+    return PartitionListing(partition_path, [n for n, _ in pairs], [s for _, s in pairs])
 
 
 ListingSource = Callable[[Sequence[str] | None], list[PartitionListing]]
@@ -216,6 +242,16 @@ class FileSystemView:
     def file_groups(self, partition_path: str) -> list[FileGroup]:
         """All file groups of a partition with their visible slices (replaced groups included)."""
         listing = self.listing(partition_path)
+        return self._file_groups(partition_path, listing.base_files, listing.log_files, None)
+
+    def _file_groups(
+        self,
+        partition_path: str,
+        base_files: Iterable[BaseFile],
+        log_files: Iterable[LogFile],
+        only: Collection[str] | None,
+    ) -> list[FileGroup]:
+        """The file groups of these files (and of pending compactions, all or those in ``only``)."""
         groups: dict[str, FileGroup] = {}
 
         def group(file_id: str) -> FileGroup:
@@ -224,13 +260,13 @@ class FileSystemView:
                 fg = groups[file_id] = FileGroup(partition_path, file_id)
             return fg
 
-        for base in listing.base_files:
+        for base in base_files:
             if self.is_committed(base.commit_time):
                 group(base.file_id).add_base_file(base)
         for fg_id, ts in self._pending_compactions.items():
-            if fg_id.partition_path == partition_path:
+            if fg_id.partition_path == partition_path and (only is None or fg_id.file_id in only):
                 group(fg_id.file_id).add_slice_key(ts)
-        logs = sorted(listing.log_files, key=lambda lf: (lf.file_id, lf.sort_key))
+        logs = sorted(log_files, key=lambda lf: (lf.file_id, lf.sort_key))
         for log in logs:
             if self.layout >= 2:
                 self._place_log_v2(group(log.file_id), log)
@@ -315,6 +351,87 @@ class FileSystemView:
             for fg in self.file_groups(partition):
                 if not self.is_replaced(fg.group_id):
                     out.extend(fg.slices())
+        return out
+
+    # -- whole listings as arrays (planning) ----------------------------------------------------
+    def file_index(self, partitions: Sequence[str]) -> FileIndex:
+        """The files of ``partitions`` parsed into arrays, for the selections below."""
+        self.prefetch(partitions)
+        return FileIndex.build([self.listing(p) for p in partitions])
+
+    def _committed_bases(self, index: FileIndex) -> Mask:
+        """Rows of base files whose instant is visible (what ``file_groups`` adds as base files)."""
+        return ~index.is_log & index.per_instant([self.is_committed(t) for t in index.instants])
+
+    def _placed_logs(self, index: FileIndex) -> Mask:
+        """Rows of log files ``file_groups`` places in a slice (``_place_log_v1`` / ``_place_log_v2``)."""
+        if self.layout >= 2:
+            flags = [self.is_committed(t) for t in index.instants]
+        else:
+            bound = normalize(self.as_of) if self.as_of is not None else None
+            flags = [bound is None or normalize(t) <= bound for t in index.instants]
+        return index.is_log & index.per_instant(flags)
+
+    def _live(self, index: FileIndex, exclude: Collection[FileGroupId]) -> Mask:
+        """File groups neither replaced nor in ``exclude``."""
+        gone = [(g.partition_path, g.file_id) for g in (*self._replaced, *exclude)]
+        return ~index.group_mask(gone)
+
+    def groups_with_logs(self, index: FileIndex, exclude: Collection[FileGroupId] = ()) -> list[FileGroup]:
+        """Live file groups (not replaced, not in ``exclude``) with log files in a slice, as objects:
+        ``[fg for p in partitions for fg in file_groups(p) if fg.has_log_files and live]``."""
+        with_logs = group_any(index.group[self._placed_logs(index)], index.num_groups)
+        return self.build_file_groups(index, with_logs & self._live(index, exclude))
+
+    def latest_base_sizes(self, index: FileIndex, exclude: Collection[FileGroupId] = ()) -> tuple[Ints, Ints]:
+        """Live file groups whose latest slice is not empty, and its base file's size (-1: none).
+
+        Decided with arrays from the newest visible base file and the placed log files per group;
+        groups under a pending compaction (whose latest slice may be the empty one it opened) are
+        built as objects. Group numbers ascending.
+        """
+        groups = index.num_groups
+        bases = self._committed_bases(index)
+        logs = self._placed_logs(index)
+        base_rank = group_max(index.group[bases], index.instant_rank[bases], groups)
+        log_rank = group_max(index.group[logs], index.instant_rank[logs], groups)
+        has_base = base_rank >= 0
+        # Layout 2 places every log in a slice at or before the newest base file's; layout 1 names
+        # the slice, which may be newer than every base file.
+        base_latest = has_base if self.layout >= 2 else has_base & (base_rank >= log_rank)
+        rows = np.flatnonzero(bases)
+        newest = rows[index.instant_rank[rows] == base_rank[index.group[rows]]]
+        base_row = group_max(index.group[newest], newest, groups)  # the last listed one, as a dict keeps
+        size = np.where(base_latest, index.size[np.maximum(base_row, 0)], -1)
+        live = self._live(index, exclude)
+        pending = index.group_mask([(g.partition_path, g.file_id) for g in self._pending_compactions])
+        simple = np.flatnonzero(live & ~pending & (has_base | (log_rank >= 0)))
+        if not pending.any():
+            return simple, size[simple]
+        found = dict(zip(simple.tolist(), size[simple].tolist(), strict=True))
+        for fg in self.build_file_groups(index, live & pending):
+            latest = fg.slices()[0]
+            if not latest.is_empty:
+                (number,) = index.groups_of([(fg.partition_path, fg.file_id)]).tolist()
+                found[number] = latest.base_file.size if latest.base_file is not None else -1
+        numbers = sorted(found)
+        return np.asarray(numbers, dtype=np.int64), np.asarray([found[n] for n in numbers], dtype=np.int64)
+
+    def build_file_groups(self, index: FileIndex, chosen: Mask) -> list[FileGroup]:
+        """The chosen file groups (a flag per group of ``index``) as ``file_groups`` builds them, in
+        partition order and, within a partition, in ``file_groups``' order."""
+        by_partition: dict[int, tuple[list[BaseFile], list[LogFile]]] = {}
+        for part, file in index.files(np.flatnonzero(chosen[index.group])):
+            bases, logs = by_partition.setdefault(part, ([], []))
+            if isinstance(file, LogFile):
+                logs.append(file)
+            else:
+                bases.append(file)
+        out: list[FileGroup] = []
+        for part in sorted(by_partition):
+            bases, logs = by_partition[part]
+            only = {b.file_id for b in bases} | {lf.file_id for lf in logs}
+            out.extend(self._file_groups(index.partitions[part], bases, logs, only))
         return out
 
     def visible_timeline(self) -> Timeline:

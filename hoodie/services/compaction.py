@@ -285,19 +285,13 @@ def plan_compaction(
         partitions = view.partitions()
     if not partitions:
         return None
-    view.prefetch(partitions)
     busy = set(table.pending_compaction_operations(tl)) | set(table.pending_clustering_file_groups(tl))
     ops: list[CompactionOperation] = []
-    for partition in partitions:
-        for group in view.file_groups(partition):
-            if not group.has_log_files:  # most groups: nothing to compact, no slices built
-                continue
-            group_id = group.group_id
-            if view.is_replaced(group_id) or group_id in busy:
-                continue
-            slices = group.slices()
-            if slices and slices[0].log_files:
-                ops.append(compaction_operation(slices[0]))
+    # Chosen over the whole listing as arrays: objects only for live groups with log files.
+    for group in view.groups_with_logs(view.file_index(partitions), exclude=busy):
+        slices = group.slices()
+        if slices and slices[0].log_files:
+            ops.append(compaction_operation(slices[0]))
     chosen = _select(ops, policy)
     missing = _left_out(ops, chosen, policy) if incremental else None
     return compaction_plan(chosen, missing_schedule_partitions=missing)

@@ -1,0 +1,192 @@
+"""A listing of many partitions parsed into arrays, for planning over wide tables.
+
+Every file name of the listing is parsed at once with Arrow's regular expressions (the same
+patterns :class:`BaseFile` and :class:`LogFile` parse one name with), so that the file-system
+view can decide which file groups a planner looks at with array operations and build
+``FileSlice`` objects only for those. Rows are the base files (in listing order) followed by the
+log files (in listing order) of every partition; CDC logs, archive logs and names that are
+neither are left out, as :func:`hoodie.file_group.view.partition_listing` leaves them out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hoodie.file_group.base_file import BASE_PATTERN, BaseFile
+from hoodie.file_group.log_file import LOG_PATTERN, LogFile
+from hoodie.timeline.instant_time import normalize
+
+if TYPE_CHECKING:
+    from hoodie.file_group.view import PartitionListing
+
+Mask = npt.NDArray[np.bool_]
+Ints = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class FileIndex:
+    """Base and log files of ``partitions`` as columns; one row per file.
+
+    ``group`` numbers the file groups ``(partition, file id)`` of the listing; ``instants`` are the
+    distinct instant times the names carry, ``instant_code`` a row's index into them and
+    ``instant_rank`` their order by normalized time (ties broken by the text, so distinct texts
+    rank apart).
+    """
+
+    partitions: list[str]
+    part: Ints
+    is_log: Mask
+    name: pa.Array
+    size: Ints
+    file_id: pa.Array
+    token: pa.Array
+    instant: pa.Array
+    ext: pa.Array
+    version: Ints
+    group: Ints
+    group_keys: pa.Array
+    instants: list[str]
+    instant_code: Ints
+    instant_rank: Ints
+
+    @property
+    def num_groups(self) -> int:
+        return len(self.group_keys)
+
+    @classmethod
+    def build(cls, listings: Sequence[PartitionListing]) -> FileIndex:
+        names: list[str] = []
+        sizes: list[int] = []
+        counts: list[int] = []
+        for listing in listings:
+            names.extend(listing.names)
+            sizes.extend(listing.sizes)
+            counts.append(len(listing.names))
+        part_all = np.repeat(np.arange(len(listings), dtype=np.int64), counts)
+        size_all = np.asarray(sizes, dtype=np.int64)
+        every = pa.array(names, pa.string())
+        dot = np.asarray(pc.starts_with(every, ".").to_numpy(zero_copy_only=False), dtype=bool)
+        # Base names never start with a dot and log names always do (``partition_listing``).
+        base_rows, base = _parsed(every, np.flatnonzero(~dot), BASE_PATTERN)
+        log_rows, logs = _parsed(every, np.flatnonzero(dot), LOG_PATTERN)
+        keep = np.logical_and(
+            pc.equal(logs.field("ext"), "log").to_numpy(zero_copy_only=False),
+            pc.equal(logs.field("suffix"), "").to_numpy(zero_copy_only=False),
+        )
+        log_rows, logs = log_rows[keep], logs.filter(pa.array(keep))
+        rows = np.concatenate([base_rows, log_rows])
+        n_base, n_log = len(base_rows), len(log_rows)
+        part = part_all[rows]
+        file_id = pa.concat_arrays([base.field("file_id"), logs.field("file_id")])
+        instant = pa.concat_arrays([base.field("instant"), logs.field("instant")])
+        keys = pc.binary_join_element_wise(pc.cast(pa.array(part), pa.string()), file_id, "/")
+        encoded = keys.dictionary_encode()
+        codes = instant.dictionary_encode()
+        instants = codes.dictionary.to_pylist()
+        order = sorted(range(len(instants)), key=lambda i: (normalize(instants[i]), instants[i]))
+        rank = np.empty(len(instants), dtype=np.int64)
+        rank[order] = np.arange(len(instants), dtype=np.int64)
+        instant_code = np.asarray(codes.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+        return cls(
+            partitions=[listing.partition_path for listing in listings],
+            part=part,
+            is_log=np.concatenate([np.zeros(n_base, dtype=bool), np.ones(n_log, dtype=bool)]),
+            name=every.take(pa.array(rows, pa.int64())),
+            size=size_all[rows],
+            file_id=file_id,
+            token=pa.concat_arrays([base.field("token"), logs.field("token")]),
+            instant=instant,
+            ext=pa.concat_arrays([base.field("ext"), logs.field("ext")]),
+            version=np.concatenate(
+                [
+                    np.zeros(n_base, dtype=np.int64),
+                    np.asarray(pc.cast(logs.field("version"), pa.int64()).to_numpy(), dtype=np.int64),
+                ]
+            ),
+            group=np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64),
+            group_keys=encoded.dictionary,
+            instants=instants,
+            instant_code=instant_code,
+            instant_rank=rank[instant_code] if len(instant_code) else instant_code,
+        )
+
+    def first_rows(self, groups: Ints) -> Ints:
+        """A row of each of ``groups`` (its first)."""
+        _, first = np.unique(self.group, return_index=True)
+        return np.asarray(first[groups], dtype=np.int64)
+
+    def group_part(self, groups: Ints) -> Ints:
+        """The partition index of each of ``groups``."""
+        return self.part[self.first_rows(groups)]
+
+    def group_key(self, partition_index: int, file_id: str) -> str:
+        return f"{partition_index}/{file_id}"
+
+    def groups_of(self, partition_file_ids: Sequence[tuple[str, str]]) -> Ints:
+        """The group numbers of ``(partition, file id)`` pairs; pairs not in the listing are left out."""
+        position = {p: i for i, p in enumerate(self.partitions)}
+        keys = [self.group_key(position[p], f) for p, f in partition_file_ids if p in position]
+        if not keys:
+            return np.zeros(0, dtype=np.int64)
+        found = pc.index_in(pa.array(keys, pa.string()), value_set=self.group_keys)
+        return np.asarray(found.drop_null().to_numpy(), dtype=np.int64)
+
+    def group_mask(self, partition_file_ids: Sequence[tuple[str, str]]) -> Mask:
+        mask = np.zeros(self.num_groups, dtype=bool)
+        mask[self.groups_of(partition_file_ids)] = True
+        return mask
+
+    def per_instant(self, values: Sequence[bool]) -> Mask:
+        """A per-row flag from a flag per distinct instant (``instants`` order)."""
+        return np.asarray(values, dtype=bool)[self.instant_code]
+
+    def files(self, rows: Ints) -> list[tuple[int, BaseFile | LogFile]]:
+        """``(partition index, file)`` objects of ``rows`` (ascending), built from the parsed columns."""
+        take = pa.array(rows, pa.int64())
+        out: list[tuple[int, BaseFile | LogFile]] = []
+        columns = zip(
+            self.part[rows].tolist(),
+            self.is_log[rows].tolist(),
+            self.file_id.take(take).to_pylist(),
+            self.token.take(take).to_pylist(),
+            self.instant.take(take).to_pylist(),
+            self.ext.take(take).to_pylist(),
+            self.version[rows].tolist(),
+            self.size[rows].tolist(),
+            strict=True,
+        )
+        for part, is_log, file_id, token, instant, ext, version, size in columns:
+            if is_log:
+                out.append((part, LogFile(file_id, instant, version, token or None, ext, "", size)))
+            else:
+                out.append((part, BaseFile(file_id, token, instant, ext, size)))
+        return out
+
+
+def _parsed(names: pa.Array, rows: Ints, pattern: str) -> tuple[Ints, pa.StructArray]:
+    """The rows among ``rows`` whose name matches ``pattern``, and their named groups."""
+    matched = pc.extract_regex(names.take(pa.array(rows, pa.int64())), pattern)
+    valid = matched.is_valid()
+    kept = matched.filter(valid)
+    assert isinstance(kept, pa.StructArray)
+    return rows[np.asarray(valid.to_numpy(zero_copy_only=False), dtype=bool)], kept
+
+
+def group_max(groups: Ints, values: Ints, num_groups: int, empty: int = -1) -> Ints:
+    """Per group, the largest of ``values`` (``empty`` for groups without any)."""
+    out = np.full(num_groups, empty, dtype=np.int64)
+    np.maximum.at(out, groups, values)
+    return out
+
+
+def group_any(groups: Ints, num_groups: int) -> Mask:
+    out = np.zeros(num_groups, dtype=bool)
+    out[groups] = True
+    return out
