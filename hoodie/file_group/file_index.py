@@ -148,7 +148,7 @@ class FileIndex:
         return np.asarray(values, dtype=bool)[self.instant_code]
 
     def files(self, rows: Ints) -> list[tuple[int, BaseFile | LogFile]]:
-        """``(partition index, file)`` objects of ``rows`` (ascending), built from the parsed columns."""
+        """``(partition index, file)`` objects of ``rows``, built from the parsed columns."""
         take = pa.array(rows, pa.int64())
         out: list[tuple[int, BaseFile | LogFile]] = []
         columns = zip(
@@ -183,6 +183,14 @@ def group_max(groups: Ints, values: Ints, num_groups: int, empty: int = -1) -> I
     """Per group, the largest of ``values`` (``empty`` for groups without any)."""
     out = np.full(num_groups, empty, dtype=np.int64)
     np.maximum.at(out, groups, values)
+    return out
+
+
+def group_min(groups: Ints, values: Ints, num_groups: int, empty: int = -1) -> Ints:
+    """Per group, the smallest of ``values`` (``empty`` for groups without any)."""
+    out = np.full(num_groups, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(out, groups, values)
+    out[out == np.iinfo(np.int64).max] = empty
     return out
 
 

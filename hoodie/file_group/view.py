@@ -17,12 +17,15 @@ It applies Apache Hudi's visibility rules when building slices from a storage li
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from hoodie.file_group.base_file import BaseFile
-from hoodie.file_group.file_index import FileIndex, Ints, Mask, group_any, group_max
+from hoodie.file_group.file_index import FileIndex, Ints, Mask, group_any, group_max, group_min
 from hoodie.file_group.file_slice import FileGroup, FileGroupId, FileSlice
 from hoodie.file_group.log_file import LogFile
 from hoodie.io.fileio import FileInfo, FileIO, join
@@ -377,11 +380,11 @@ class FileSystemView:
         gone = [(g.partition_path, g.file_id) for g in (*self._replaced, *exclude)]
         return ~index.group_mask(gone)
 
-    def groups_with_logs(self, index: FileIndex, exclude: Collection[FileGroupId] = ()) -> list[FileGroup]:
-        """Live file groups (not replaced, not in ``exclude``) with log files in a slice, as objects:
-        ``[fg for p in partitions for fg in file_groups(p) if fg.has_log_files and live]``."""
+    def with_log_files(self, index: FileIndex, exclude: Collection[FileGroupId] = ()) -> Mask:
+        """Per file group of ``index``: live (not replaced, not in ``exclude``) with log files in a
+        slice (``FileGroup.has_log_files``)."""
         with_logs = group_any(index.group[self._placed_logs(index)], index.num_groups)
-        return self.build_file_groups(index, with_logs & self._live(index, exclude))
+        return with_logs & self._live(index, exclude)
 
     def latest_base_sizes(self, index: FileIndex, exclude: Collection[FileGroupId] = ()) -> tuple[Ints, Ints]:
         """Live file groups whose latest slice is not empty, and its base file's size (-1: none).
@@ -416,6 +419,93 @@ class FileSystemView:
                 found[number] = latest.base_file.size if latest.base_file is not None else -1
         numbers = sorted(found)
         return np.asarray(numbers, dtype=np.int64), np.asarray([found[n] for n in numbers], dtype=np.int64)
+
+    def latest_slices(self, index: FileIndex, chosen: Mask) -> list[FileSlice]:
+        """The latest slice of each chosen file group, in ``build_file_groups``' order: what
+        ``[fg.slices()[0] for fg in build_file_groups(index, chosen)]`` gives.
+
+        A group with a visible base file and no pending compaction is sliced with arrays: its latest
+        slice is that base file's, holding (layout 2) the placed logs whose delta commit completed at
+        or after the base instant, or (layout 1) those named by it. Other groups (no base file, a
+        pending compaction, a layout-1 log newer than every base file) are built as objects.
+        """
+        groups = index.num_groups
+        bases = self._committed_bases(index)
+        logs = self._placed_logs(index)
+        base_rank = group_max(index.group[bases], index.instant_rank[bases], groups)
+        rows = np.flatnonzero(bases)
+        newest = rows[index.instant_rank[rows] == base_rank[index.group[rows]]]
+        base_row = group_max(index.group[newest], newest, groups)
+        first_base = group_min(index.group[rows], rows, groups)  # the order of file_groups
+        pending = index.group_mask([(g.partition_path, g.file_id) for g in self._pending_compactions])
+        simple = chosen & (base_rank >= 0) & ~pending
+        log_rows = np.flatnonzero(logs & simple[index.group])
+        log_groups = index.group[log_rows]
+        if self.layout >= 2:
+            completed = self._completion_positions(index)[index.instant_code[log_rows]]
+            in_latest = completed >= base_rank[log_groups]
+        else:
+            log_rank = group_max(log_groups, index.instant_rank[log_rows], groups)
+            simple &= log_rank <= base_rank
+            in_latest = simple[log_groups] & (index.instant_rank[log_rows] == base_rank[log_groups])
+        log_rows = log_rows[in_latest]
+        # Hudi's log order: instant, version, write token (none first); one group's logs together.
+        take = pa.array(log_rows, pa.int64())
+        token = index.token.take(take)
+        ordered = pa.table(
+            {
+                "group": index.group[log_rows],
+                "instant": index.instant.take(take),
+                "version": index.version[log_rows],
+                "has_token": pc.not_equal(token, ""),
+                "token": token,
+                "row": log_rows,
+            }
+        ).sort_by([(c, "ascending") for c in ("group", "instant", "version", "has_token", "token")])
+        log_files: dict[int, list[LogFile]] = {}
+        sorted_rows = np.asarray(ordered.column("row").to_numpy(), dtype=np.int64)
+        for number, (_, log) in zip(index.group[sorted_rows].tolist(), index.files(sorted_rows), strict=True):
+            assert isinstance(log, LogFile)
+            log_files.setdefault(number, []).append(log)
+        out: list[tuple[tuple[int, int, int, str], FileSlice]] = []
+        numbers = np.flatnonzero(simple)
+        base_rows = base_row[numbers]
+        for number, (part, base) in zip(numbers.tolist(), index.files(base_rows), strict=True):
+            assert isinstance(base, BaseFile)
+            found = FileSlice(
+                index.partitions[part], base.file_id, base.commit_time, base, tuple(log_files.get(number, ()))
+            )
+            out.append(((part, 0, int(first_base[number]), ""), found))
+        complex_groups = chosen & ~simple
+        if complex_groups.any():
+            pending_order = {g: i for i, g in enumerate(self._pending_compactions)}
+            position = {p: i for i, p in enumerate(index.partitions)}
+            for fg in self.build_file_groups(index, complex_groups):
+                (number,) = index.groups_of([(fg.partition_path, fg.file_id)]).tolist()
+                part = position[fg.partition_path]
+                if first_base[number] >= 0:
+                    key = (part, 0, int(first_base[number]), "")
+                elif fg.group_id in pending_order:
+                    key = (part, 1, pending_order[fg.group_id], "")
+                else:
+                    key = (part, 2, 0, fg.file_id)
+                out.append((key, fg.slices()[0]))
+        out.sort(key=lambda pair: pair[0])
+        return [found for _, found in out]
+
+    def _completion_positions(self, index: FileIndex) -> Ints:
+        """Per distinct instant, the rank of the newest instant at or before its completion time
+        (all ranks for a visible instant without one, -1 for none)."""
+        ordered = sorted((normalize(t), t) for t in index.instants)
+        normalized = [n for n, _ in ordered]
+        out = np.full(len(index.instants), -1, dtype=np.int64)
+        for i, t in enumerate(index.instants):
+            done = self.completion_time(t) if self.is_committed(t) else None
+            if done is None:
+                out[i] = len(ordered) if self.is_committed(t) else -1
+            else:
+                out[i] = bisect.bisect_right(normalized, normalize(done)) - 1
+        return out
 
     def build_file_groups(self, index: FileIndex, chosen: Mask) -> list[FileGroup]:
         """The chosen file groups (a flag per group of ``index``) as ``file_groups`` builds them, in

@@ -440,7 +440,7 @@ def plan_clustering(
         return None
     # Objects only for the file groups the plan takes.
     taken = index.group_mask([(partition, c.file_id) for partition, g in packed for c in g])
-    latest = {fg.group_id: fg.slices()[0] for fg in view.build_file_groups(index, taken)}
+    latest = {s.group_id: s for s in view.latest_slices(index, taken)}
     groups = [[latest[FileGroupId(partition, c.file_id)] for c in g] for partition, g in packed]
     params = {SORT_COLUMNS_KEY: policy.sort_columns} if policy.sort_columns else {}
     plan = ClusteringPlan(

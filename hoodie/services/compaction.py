@@ -288,10 +288,10 @@ def plan_compaction(
     busy = set(table.pending_compaction_operations(tl)) | set(table.pending_clustering_file_groups(tl))
     ops: list[CompactionOperation] = []
     # Chosen over the whole listing as arrays: objects only for live groups with log files.
-    for group in view.groups_with_logs(view.file_index(partitions), exclude=busy):
-        slices = group.slices()
-        if slices and slices[0].log_files:
-            ops.append(compaction_operation(slices[0]))
+    index = view.file_index(partitions)
+    for latest in view.latest_slices(index, view.with_log_files(index, exclude=busy)):
+        if latest.log_files:
+            ops.append(compaction_operation(latest))
     chosen = _select(ops, policy)
     missing = _left_out(ops, chosen, policy) if incremental else None
     return compaction_plan(chosen, missing_schedule_partitions=missing)

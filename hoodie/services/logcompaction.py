@@ -192,11 +192,10 @@ def plan_log_compaction(
     last = tl.completed().writes().last()
     latest = last.requested_time if last else None
     ops: list[CompactionOperation] = []
-    for group in view.groups_with_logs(view.file_index(view.partitions()), exclude=busy):
-        slices = group.slices()
-        if not slices or not slices[0].log_files:
+    index = view.file_index(view.partitions())
+    for file_slice in view.latest_slices(index, view.with_log_files(index, exclude=busy)):
+        if not file_slice.log_files:
             continue
-        file_slice = slices[0]
         blocks = scan_log_blocks(
             table.fileio,
             table.base_path,
