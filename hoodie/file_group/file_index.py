@@ -51,7 +51,10 @@ class FileIndex:
     ext: pa.Array
     version: Ints
     group: Ints
-    group_keys: pa.Array
+    file_ids: pa.Array
+    """The distinct file ids; a group's key is ``partition index * len(file_ids) + file id's index``."""
+    group_keys: Ints
+    """Each group's key, ascending (the group number is its position)."""
     instants: list[str]
     instant_code: Ints
     instant_rank: Ints
@@ -74,20 +77,16 @@ class FileIndex:
         every = pa.array(names, pa.string())
         dot = np.asarray(pc.starts_with(every, ".").to_numpy(zero_copy_only=False), dtype=bool)
         # Base names never start with a dot and log names always do (``partition_listing``).
-        base_rows, base = _parsed(every, np.flatnonzero(~dot), BASE_PATTERN)
-        log_rows, logs = _parsed(every, np.flatnonzero(dot), LOG_PATTERN)
-        keep = np.logical_and(
-            pc.equal(logs.field("ext"), "log").to_numpy(zero_copy_only=False),
-            pc.equal(logs.field("suffix"), "").to_numpy(zero_copy_only=False),
-        )
-        log_rows, logs = log_rows[keep], logs.filter(pa.array(keep))
+        base_rows, base = _base_files(every, np.flatnonzero(~dot))
+        log_rows, logs = _log_files(every, np.flatnonzero(dot))
         rows = np.concatenate([base_rows, log_rows])
         n_base, n_log = len(base_rows), len(log_rows)
         part = part_all[rows]
         file_id = pa.concat_arrays([base.field("file_id"), logs.field("file_id")])
         instant = pa.concat_arrays([base.field("instant"), logs.field("instant")])
-        keys = pc.binary_join_element_wise(pc.cast(pa.array(part), pa.string()), file_id, "/")
-        encoded = keys.dictionary_encode()
+        ids = file_id.dictionary_encode()
+        keys = part * max(len(ids.dictionary), 1) + np.asarray(ids.indices.to_numpy(), dtype=np.int64)
+        group_keys, group = np.unique(keys, return_inverse=True)
         codes = instant.dictionary_encode()
         instants = codes.dictionary.to_pylist()
         order = sorted(range(len(instants)), key=lambda i: (normalize(instants[i]), instants[i]))
@@ -110,8 +109,9 @@ class FileIndex:
                     np.asarray(pc.cast(logs.field("version"), pa.int64()).to_numpy(), dtype=np.int64),
                 ]
             ),
-            group=np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64),
-            group_keys=encoded.dictionary,
+            group=np.asarray(group, dtype=np.int64).reshape(-1),
+            file_ids=ids.dictionary,
+            group_keys=np.asarray(group_keys, dtype=np.int64),
             instants=instants,
             instant_code=instant_code,
             instant_rank=rank[instant_code] if len(instant_code) else instant_code,
@@ -126,17 +126,17 @@ class FileIndex:
         """The partition index of each of ``groups``."""
         return self.part[self.first_rows(groups)]
 
-    def group_key(self, partition_index: int, file_id: str) -> str:
-        return f"{partition_index}/{file_id}"
-
     def groups_of(self, partition_file_ids: Sequence[tuple[str, str]]) -> Ints:
         """The group numbers of ``(partition, file id)`` pairs; pairs not in the listing are left out."""
         position = {p: i for i, p in enumerate(self.partitions)}
-        keys = [self.group_key(position[p], f) for p, f in partition_file_ids if p in position]
-        if not keys:
+        pairs = [(position[p], f) for p, f in partition_file_ids if p in position]
+        if not pairs or not len(self.group_keys):
             return np.zeros(0, dtype=np.int64)
-        found = pc.index_in(pa.array(keys, pa.string()), value_set=self.group_keys)
-        return np.asarray(found.drop_null().to_numpy(), dtype=np.int64)
+        ids = pc.index_in(pa.array([f for _, f in pairs], pa.string()), value_set=self.file_ids)
+        found = np.asarray(pc.fill_null(ids, -1).to_numpy(), dtype=np.int64)
+        keys = np.asarray([p for p, _ in pairs], dtype=np.int64) * len(self.file_ids) + found
+        at = np.minimum(np.searchsorted(self.group_keys, keys), len(self.group_keys) - 1)
+        return np.asarray(at[(found >= 0) & (self.group_keys[at] == keys)], dtype=np.int64)
 
     def group_mask(self, partition_file_ids: Sequence[tuple[str, str]]) -> Mask:
         mask = np.zeros(self.num_groups, dtype=bool)
@@ -170,13 +170,54 @@ class FileIndex:
         return out
 
 
-def _parsed(names: pa.Array, rows: Ints, pattern: str) -> tuple[Ints, pa.StructArray]:
-    """The rows among ``rows`` whose name matches ``pattern``, and their named groups."""
-    matched = pc.extract_regex(names.take(pa.array(rows, pa.int64())), pattern)
-    valid = matched.is_valid()
-    kept = matched.filter(valid)
-    assert isinstance(kept, pa.StructArray)
-    return rows[np.asarray(valid.to_numpy(zero_copy_only=False), dtype=bool)], kept
+def _matching(names: pa.Array, rows: Ints, pattern: str) -> tuple[Ints, pa.Array]:
+    """The rows among ``rows`` whose name matches ``pattern``, and those names."""
+    candidates = names.take(pa.array(rows, pa.int64()))
+    matched = pc.match_substring_regex(candidates, pattern)
+    kept = np.asarray(matched.to_numpy(zero_copy_only=False), dtype=bool)
+    return rows[kept], candidates.filter(matched)
+
+
+def _base_files(names: pa.Array, rows: Ints) -> tuple[Ints, pa.StructArray]:
+    """Base files among ``rows``: ``<fileId>_<writeToken>_<instant>.<ext>``.
+
+    Checked against :data:`BASE_PATTERN` (whose parts hold no ``_`` and an instant of digits), then
+    cut at the underscores and the last part's dot: the pattern's groups, without capturing.
+    """
+    rows, matched = _matching(names, rows, BASE_PATTERN)
+    parts = pc.split_pattern(matched, "_")
+    instant_ext = pc.split_pattern(pc.list_element(parts, 2), ".", max_splits=1)
+    fields = {
+        "file_id": pc.list_element(parts, 0),
+        "token": pc.list_element(parts, 1),
+        "instant": pc.list_element(instant_ext, 0),
+        "ext": pc.list_element(instant_ext, 1),
+    }
+    return rows, pa.StructArray.from_arrays(list(fields.values()), names=list(fields))
+
+
+def _log_files(names: pa.Array, rows: Ints) -> tuple[Ints, pa.StructArray]:
+    """Data log files among ``rows``: ``.<fileId>_<instant>.log.<version>[_<writeToken>]``.
+
+    Checked against :data:`LOG_PATTERN` (the file id and the instant hold no ``_``, the instant no
+    dot), CDC logs (``.cdc``) and archive logs left out, then cut at the underscores and dots.
+    """
+    rows, matched = _matching(names, rows, LOG_PATTERN)
+    data = pc.invert(pc.ends_with(matched, ".cdc"))
+    rows, matched = rows[np.asarray(data.to_numpy(zero_copy_only=False), dtype=bool)], matched.filter(data)
+    parts = pc.split_pattern(matched, "_", max_splits=2)
+    instant_ext_version = pc.split_pattern(pc.list_element(parts, 1), ".")
+    ext = pc.list_element(instant_ext_version, 1)
+    is_log = pc.equal(ext, "log")
+    fields = {
+        "file_id": pc.utf8_slice_codeunits(pc.list_element(parts, 0), 1),
+        "token": pc.binary_join(pc.list_slice(parts, 2, 3), ""),
+        "instant": pc.list_element(instant_ext_version, 0),
+        "ext": ext,
+        "version": pc.list_element(instant_ext_version, 2),
+    }
+    logs = pa.StructArray.from_arrays(list(fields.values()), names=list(fields)).filter(is_log)
+    return rows[np.asarray(is_log.to_numpy(zero_copy_only=False), dtype=bool)], logs
 
 
 def group_max(groups: Ints, values: Ints, num_groups: int, empty: int = -1) -> Ints:
