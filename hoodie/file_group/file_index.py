@@ -10,7 +10,9 @@ neither are left out, as :func:`hoodie.file_group.view.partition_listing` leaves
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import gc
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -218,6 +220,23 @@ def _log_files(names: pa.Array, rows: Ints) -> tuple[Ints, pa.StructArray]:
     }
     logs = pa.StructArray.from_arrays(list(fields.values()), names=list(fields)).filter(is_log)
     return rows[np.asarray(is_log.to_numpy(zero_copy_only=False), dtype=bool)], logs
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Cyclic garbage collection paused while a plan's objects are built.
+
+    Building ten thousand slices (objects without cycles) triggers generation-2 collections that
+    walk the whole heap, the listing's included: three quarters of the building time on a
+    2,000-partition table. Collection resumes after (unless it was off already).
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def group_max(groups: Ints, values: Ints, num_groups: int, empty: int = -1) -> Ints:

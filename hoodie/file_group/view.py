@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodie.file_group.base_file import BaseFile
-from hoodie.file_group.file_index import FileIndex, Ints, Mask, group_any, group_max, group_min
+from hoodie.file_group.file_index import FileIndex, Ints, Mask, group_any, group_max, group_min, paused_gc
 from hoodie.file_group.file_slice import FileGroup, FileGroupId, FileSlice
 from hoodie.file_group.log_file import LogFile
 from hoodie.io.fileio import FileInfo, FileIO, join
@@ -421,6 +421,10 @@ class FileSystemView:
         return np.asarray(numbers, dtype=np.int64), np.asarray([found[n] for n in numbers], dtype=np.int64)
 
     def latest_slices(self, index: FileIndex, chosen: Mask) -> list[FileSlice]:
+        with paused_gc():
+            return self._latest_slices(index, chosen)
+
+    def _latest_slices(self, index: FileIndex, chosen: Mask) -> list[FileSlice]:
         """The latest slice of each chosen file group, in ``build_file_groups``' order: what
         ``[fg.slices()[0] for fg in build_file_groups(index, chosen)]`` gives.
 
@@ -510,6 +514,10 @@ class FileSystemView:
     def build_file_groups(self, index: FileIndex, chosen: Mask) -> list[FileGroup]:
         """The chosen file groups (a flag per group of ``index``) as ``file_groups`` builds them, in
         partition order and, within a partition, in ``file_groups``' order."""
+        with paused_gc():
+            return self._build_file_groups(index, chosen)
+
+    def _build_file_groups(self, index: FileIndex, chosen: Mask) -> list[FileGroup]:
         by_partition: dict[int, tuple[list[BaseFile], list[LogFile]]] = {}
         for part, file in index.files(np.flatnonzero(chosen[index.group])):
             bases, logs = by_partition.setdefault(part, ([], []))

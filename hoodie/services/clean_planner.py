@@ -35,6 +35,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from hoodie.file_group.file_index import paused_gc
 from hoodie.file_group.view import PARTITION_METAFILE
 from hoodie.io.fileio import FileIO, join
 from hoodie.models.clean import ActionInstant, CleanerPlan, CleanFileInfo, CleaningPolicy, CleanMetadata
@@ -513,15 +514,16 @@ def plan_clean(
     planner = _Planner(table, policy, facts, normalize(earliest.requested_time) if earliest else None)
     to_delete: dict[str, list[CleanFileInfo]] = {}
     partitions_to_delete: list[str] = []
-    for partition in partitions:
-        names, drop = planner.files_to_delete(partition, listed[partition])
-        if names:
-            prefix = table.fileio.to_uri(join(table.base_path, partition)) + "/"
-            to_delete[partition] = [
-                CleanFileInfo(file_path=prefix + n, is_bootstrap_base_file=False) for n in names
-            ]
-        if drop:
-            partitions_to_delete.append(partition)
+    with paused_gc():  # per-group dicts for every partition: no heap walks while they come and go
+        for partition in partitions:
+            names, drop = planner.files_to_delete(partition, listed[partition])
+            if names:
+                prefix = table.fileio.to_uri(join(table.base_path, partition)) + "/"
+                to_delete[partition] = [
+                    CleanFileInfo(file_path=prefix + n, is_bootstrap_base_file=False) for n in names
+                ]
+            if drop:
+                partitions_to_delete.append(partition)
     if not to_delete:
         return CleanPlanning(None, earliest, partitions)
     last_commit = facts.completed_commits[-1].requested_time if facts.completed_commits else ""

@@ -36,7 +36,9 @@ import numpy as np
 import pyarrow as pa
 
 from hoodie.errors import TableServiceError, UnsupportedTableError
+from hoodie.file_group.file_index import paused_gc
 from hoodie.file_group.file_slice import FileGroupId, FileSlice
+from hoodie.file_group.view import FileSystemView
 from hoodie.models.clustering import (
     CLUSTER_OPERATION,
     ClusteringGroup,
@@ -389,30 +391,16 @@ def _busy_file_groups(table: HoodieTable, timeline: ActiveTimeline) -> set[FileG
     return busy
 
 
-def plan_clustering(
+def _plan_groups(
     table: HoodieTable,
+    view: FileSystemView,
     policy: ClusteringPolicy,
-    timeline: ActiveTimeline | None = None,
-    *,
-    now: dt.datetime | None = None,
-) -> RequestedReplaceMetadata | None:
-    """The clustering plan Hudi's size-based strategy would make, or None if nothing qualifies."""
-    tl = timeline or table.reload()
-    view = planning_view(table, tl)
-    sort_columns = parse_sort_columns(policy.sort_columns)
-    if sort_columns:
-        schema = table_schema(table)
-        missing_columns = [c for c in sort_columns if c not in schema.names]
-        if missing_columns:
-            raise TableServiceError(
-                f"{_PREFIX}sort.columns names {missing_columns}, which {table.base_path} does not have "
-                f"(columns: {', '.join(schema.names)})"
-            )
-    moment = now or dt.datetime.now(table.tz)
-    partitions, missing = clustering_partitions(table, tl, policy, view.partitions, moment)
-    if not partitions:
-        return None
-    busy = _busy_file_groups(table, tl)
+    partitions: list[str],
+    missing: list[str],
+    busy: set[FileGroupId],
+) -> tuple[list[list[FileSlice]], bool] | None:
+    """The packed groups of latest slices (objects only for those the plan takes), whether the plan
+    is incremental; partitions left out are added to ``missing``. None when nothing qualifies."""
     index = view.file_index(partitions)
     # The latest slice of every live file group, as arrays: (file id, base file size or -1 for none).
     numbers, base_sizes = view.latest_base_sizes(index, exclude=busy)
@@ -442,6 +430,38 @@ def plan_clustering(
     taken = index.group_mask([(partition, c.file_id) for partition, g in packed for c in g])
     latest = {s.group_id: s for s in view.latest_slices(index, taken)}
     groups = [[latest[FileGroupId(partition, c.file_id)] for c in g] for partition, g in packed]
+    return groups, incremental
+
+
+def plan_clustering(
+    table: HoodieTable,
+    policy: ClusteringPolicy,
+    timeline: ActiveTimeline | None = None,
+    *,
+    now: dt.datetime | None = None,
+) -> RequestedReplaceMetadata | None:
+    """The clustering plan Hudi's size-based strategy would make, or None if nothing qualifies."""
+    tl = timeline or table.reload()
+    view = planning_view(table, tl)
+    sort_columns = parse_sort_columns(policy.sort_columns)
+    if sort_columns:
+        schema = table_schema(table)
+        missing_columns = [c for c in sort_columns if c not in schema.names]
+        if missing_columns:
+            raise TableServiceError(
+                f"{_PREFIX}sort.columns names {missing_columns}, which {table.base_path} does not have "
+                f"(columns: {', '.join(schema.names)})"
+            )
+    moment = now or dt.datetime.now(table.tz)
+    partitions, missing = clustering_partitions(table, tl, policy, view.partitions, moment)
+    if not partitions:
+        return None
+    busy = _busy_file_groups(table, tl)
+    with paused_gc():  # objects for every eligible file group: no heap walks while they are built
+        found = _plan_groups(table, view, policy, partitions, missing, busy)
+    if found is None:
+        return None
+    groups, incremental = found
     params = {SORT_COLUMNS_KEY: policy.sort_columns} if policy.sort_columns else {}
     plan = ClusteringPlan(
         input_groups=[_clustering_group(table, g, policy) for g in groups],

@@ -27,6 +27,7 @@ from hoodie.cdc.write import CDCWrite, log_compaction_changes
 from hoodie.errors import TableServiceError, UnsupportedTableError
 from hoodie.file_group.base_file import BaseFile
 from hoodie.file_group.base_file_writer import BaseFileWriter, set_constant
+from hoodie.file_group.file_index import paused_gc
 from hoodie.file_group.file_slice import FileSlice
 from hoodie.io.fileio import join
 from hoodie.merge.trace import MergeTrace
@@ -289,9 +290,10 @@ def plan_compaction(
     ops: list[CompactionOperation] = []
     # Chosen over the whole listing as arrays: objects only for live groups with log files.
     index = view.file_index(partitions)
-    for latest in view.latest_slices(index, view.with_log_files(index, exclude=busy)):
-        if latest.log_files:
-            ops.append(compaction_operation(latest))
+    with paused_gc():  # thousands of operations: no heap walks while they are built
+        for latest in view.latest_slices(index, view.with_log_files(index, exclude=busy)):
+            if latest.log_files:
+                ops.append(compaction_operation(latest))
     chosen = _select(ops, policy)
     missing = _left_out(ops, chosen, policy) if incremental else None
     return compaction_plan(chosen, missing_schedule_partitions=missing)

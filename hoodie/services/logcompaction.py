@@ -194,8 +194,8 @@ def plan_log_compaction(
     ops: list[CompactionOperation] = []
     index = view.file_index(view.partitions())
     for file_slice in view.latest_slices(index, view.with_log_files(index, exclude=busy)):
-        if not file_slice.log_files:
-            continue
+        if not any(lf.size for lf in file_slice.log_files):
+            continue  # no log files, or only empty ones (as listed): no blocks to scan
         blocks = scan_log_blocks(
             table.fileio,
             table.base_path,
