@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 
 from hoodie.file_group.base_file import BaseFile
 from hoodie.file_group.file_index import FileIndex, Ints, Mask, group_any, group_max, group_min, paused_gc
-from hoodie.file_group.file_slice import FileGroup, FileGroupId, FileSlice
+from hoodie.file_group.file_slice import FileGroup, FileGroupId, FileSlice, SliceFiles
 from hoodie.file_group.log_file import LogFile
 from hoodie.io.fileio import FileInfo, FileIO, join
 from hoodie.timeline.instant import Action
@@ -421,12 +421,70 @@ class FileSystemView:
         return np.asarray(numbers, dtype=np.int64), np.asarray([found[n] for n in numbers], dtype=np.int64)
 
     def latest_slices(self, index: FileIndex, chosen: Mask) -> list[FileSlice]:
-        with paused_gc():
-            return self._latest_slices(index, chosen)
-
-    def _latest_slices(self, index: FileIndex, chosen: Mask) -> list[FileSlice]:
         """The latest slice of each chosen file group, in ``build_file_groups``' order: what
-        ``[fg.slices()[0] for fg in build_file_groups(index, chosen)]`` gives.
+        ``[fg.slices()[0] for fg in build_file_groups(index, chosen)]`` gives."""
+        with paused_gc():
+            order, logs = self._latest_rows(index, chosen)
+            log_files: dict[int, list[LogFile]] = {}
+            for number, (_, log) in zip(index.group[logs].tolist(), index.files(logs), strict=True):
+                assert isinstance(log, LogFile)
+                log_files.setdefault(number, []).append(log)
+            simple = [(number, row) for number, row in order if isinstance(row, int)]
+            bases = index.files(np.asarray([row for _, row in simple], dtype=np.int64))
+            built: dict[int, FileSlice] = {}
+            for (number, _), (part, base) in zip(simple, bases, strict=True):
+                assert isinstance(base, BaseFile)
+                logs_of = tuple(log_files.get(number, ()))
+                built[number] = FileSlice(
+                    index.partitions[part], base.file_id, base.commit_time, base, logs_of
+                )
+            return [row if isinstance(row, FileSlice) else built[number] for number, row in order]
+
+    def latest_slice_files(self, index: FileIndex, chosen: Mask) -> list[SliceFiles]:
+        """``latest_slices`` as names and sizes only (no file objects), for plans that name files."""
+        with paused_gc():
+            order, logs = self._latest_rows(index, chosen)
+            log_names: dict[int, list[str]] = {}
+            log_sizes: dict[int, list[int]] = {}
+            names = index.name.take(pa.array(logs, pa.int64())).to_pylist()
+            for number, name, size in zip(
+                index.group[logs].tolist(), names, index.size[logs].tolist(), strict=True
+            ):
+                log_names.setdefault(number, []).append(name)
+                log_sizes.setdefault(number, []).append(size)
+            rows = np.asarray([row for _, row in order if isinstance(row, int)], dtype=np.int64)
+            take = pa.array(rows, pa.int64())
+            columns = zip(
+                index.part[rows].tolist(),
+                index.file_id.take(take).to_pylist(),
+                index.instant.take(take).to_pylist(),
+                index.name.take(take).to_pylist(),
+                index.size[rows].tolist(),
+                strict=True,
+            )
+            out: list[SliceFiles] = []
+            for number, row in order:
+                if isinstance(row, FileSlice):
+                    out.append(SliceFiles.of(row))
+                    continue
+                part, file_id, instant, name, size = next(columns)
+                out.append(
+                    SliceFiles(
+                        index.partitions[part],
+                        file_id,
+                        instant,
+                        name,
+                        size,
+                        log_names.get(number, []),
+                        log_sizes.get(number, []),
+                    )
+                )
+            return out
+
+    def _latest_rows(self, index: FileIndex, chosen: Mask) -> tuple[list[tuple[int, int | FileSlice]], Ints]:
+        """The chosen groups in ``build_file_groups``' order, each with its latest slice's base-file
+        row or, for groups sliced as objects, the slice; and the rows of the sliced groups' logs,
+        by group in Hudi's log order.
 
         A group with a visible base file and no pending compaction is sliced with arrays: its latest
         slice is that base file's, holding (layout 2) the placed logs whose delta commit completed at
@@ -466,20 +524,15 @@ class FileSystemView:
                 "row": log_rows,
             }
         ).sort_by([(c, "ascending") for c in ("group", "instant", "version", "has_token", "token")])
-        log_files: dict[int, list[LogFile]] = {}
         sorted_rows = np.asarray(ordered.column("row").to_numpy(), dtype=np.int64)
-        for number, (_, log) in zip(index.group[sorted_rows].tolist(), index.files(sorted_rows), strict=True):
-            assert isinstance(log, LogFile)
-            log_files.setdefault(number, []).append(log)
-        out: list[tuple[tuple[int, int, int, str], FileSlice]] = []
         numbers = np.flatnonzero(simple)
-        base_rows = base_row[numbers]
-        for number, (part, base) in zip(numbers.tolist(), index.files(base_rows), strict=True):
-            assert isinstance(base, BaseFile)
-            found = FileSlice(
-                index.partitions[part], base.file_id, base.commit_time, base, tuple(log_files.get(number, ()))
+        parts = index.part[base_row[numbers]].tolist()
+        out: list[tuple[tuple[int, int, int, str], int, int | FileSlice]] = [
+            ((part, 0, first, ""), number, row)
+            for part, first, number, row in zip(
+                parts, first_base[numbers].tolist(), numbers.tolist(), base_row[numbers].tolist(), strict=True
             )
-            out.append(((part, 0, int(first_base[number]), ""), found))
+        ]
         complex_groups = chosen & ~simple
         if complex_groups.any():
             pending_order = {g: i for i, g in enumerate(self._pending_compactions)}
@@ -493,9 +546,9 @@ class FileSystemView:
                     key = (part, 1, pending_order[fg.group_id], "")
                 else:
                     key = (part, 2, 0, fg.file_id)
-                out.append((key, fg.slices()[0]))
-        out.sort(key=lambda pair: pair[0])
-        return [found for _, found in out]
+                out.append((key, number, fg.slices()[0]))
+        out.sort(key=lambda entry: entry[0])
+        return [(number, row) for _, number, row in out], sorted_rows
 
     def _completion_positions(self, index: FileIndex) -> Ints:
         """Per distinct instant, the rank of the newest instant at or before its completion time

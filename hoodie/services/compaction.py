@@ -50,7 +50,7 @@ from hoodie.services.base import (
     register_service,
 )
 from hoodie.services.claim import claim_instant, require_pending
-from hoodie.services.compaction_plan import compaction_operation, compaction_plan, slice_of
+from hoodie.services.compaction_plan import compaction_plan, operation_of, slice_of
 from hoodie.services.incremental import compaction_partitions, incremental_enabled, incremental_option
 from hoodie.services.options import int_option
 from hoodie.services.planning import planning_view
@@ -291,9 +291,9 @@ def plan_compaction(
     # Chosen over the whole listing as arrays: objects only for live groups with log files.
     index = view.file_index(partitions)
     with paused_gc():  # thousands of operations: no heap walks while they are built
-        for latest in view.latest_slices(index, view.with_log_files(index, exclude=busy)):
-            if latest.log_files:
-                ops.append(compaction_operation(latest))
+        for latest in view.latest_slice_files(index, view.with_log_files(index, exclude=busy)):
+            if latest.log_file_names:
+                ops.append(operation_of(latest))
     chosen = _select(ops, policy)
     missing = _left_out(ops, chosen, policy) if incremental else None
     return compaction_plan(chosen, missing_schedule_partitions=missing)
