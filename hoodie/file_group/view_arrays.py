@@ -142,14 +142,11 @@ class ArraySelections:
         """``latest_slices`` as names and sizes only (no file objects), for plans that name files."""
         with paused_gc():
             order, logs = self._latest_rows(index, chosen)
-            log_names: dict[int, list[str]] = {}
-            log_sizes: dict[int, list[int]] = {}
+            # The logs come by group: each slice takes a run of them.
             names = index.name.take(pa.array(logs, pa.int64())).to_pylist()
-            for number, name, size in zip(
-                index.group[logs].tolist(), names, index.size[logs].tolist(), strict=True
-            ):
-                log_names.setdefault(number, []).append(name)
-                log_sizes.setdefault(number, []).append(size)
+            sizes = index.size[logs].tolist()
+            log_groups = index.group[logs]
+            numbers = np.asarray([number for number, row in order if isinstance(row, int)], dtype=np.int64)
             rows = np.asarray([row for _, row in order if isinstance(row, int)], dtype=np.int64)
             take = pa.array(rows, pa.int64())
             columns = zip(
@@ -158,23 +155,20 @@ class ArraySelections:
                 index.instant.take(take).to_pylist(),
                 index.name.take(take).to_pylist(),
                 index.size[rows].tolist(),
+                np.searchsorted(log_groups, numbers, side="left").tolist(),
+                np.searchsorted(log_groups, numbers, side="right").tolist(),
                 strict=True,
             )
+            partitions = index.partitions
             out: list[SliceFiles] = []
-            for number, row in order:
+            for _, row in order:
                 if isinstance(row, FileSlice):
                     out.append(SliceFiles.of(row))
                     continue
-                part, file_id, instant, name, size = next(columns)
+                part, file_id, instant, name, size, start, end = next(columns)
                 out.append(
                     SliceFiles(
-                        index.partitions[part],
-                        file_id,
-                        instant,
-                        name,
-                        size,
-                        log_names.get(number, []),
-                        log_sizes.get(number, []),
+                        partitions[part], file_id, instant, name, size, names[start:end], sizes[start:end]
                     )
                 )
             return out
