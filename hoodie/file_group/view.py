@@ -17,12 +17,12 @@ It applies Apache Hudi's visibility rules when building slices from a storage li
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 from hoodie.file_group.base_file import BaseFile
 from hoodie.file_group.file_slice import FileGroup, FileGroupId, FileSlice
 from hoodie.file_group.log_file import LogFile
+from hoodie.file_group.view_arrays import ArraySelections
 from hoodie.io.fileio import FileInfo, FileIO, join
 from hoodie.timeline.instant import Action
 from hoodie.timeline.instant_time import normalize
@@ -32,13 +32,46 @@ PARTITION_METAFILE = ".hoodie_partition_metadata"
 _PARTITION_METAFILES = (PARTITION_METAFILE, PARTITION_METAFILE + ".parquet", PARTITION_METAFILE + ".orc")
 
 
-@dataclass(frozen=True, slots=True)
 class PartitionListing:
-    """The base and log files found in one partition folder."""
+    """The files found in one partition folder: names and sizes, parsed into base and log files
+    on first use (planners over many partitions parse whole listings at once instead, through
+    :class:`hoodie.file_group.file_index.FileIndex`)."""
 
-    partition_path: str
-    base_files: tuple[BaseFile, ...]
-    log_files: tuple[LogFile, ...]
+    __slots__ = ("_parsed", "names", "partition_path", "sizes")
+
+    def __init__(self, partition_path: str, names: list[str], sizes: list[int]) -> None:
+        self.partition_path = partition_path
+        self.names = names
+        self.sizes = sizes
+        self._parsed: tuple[tuple[BaseFile, ...], tuple[LogFile, ...]] | None = None
+
+    @classmethod
+    def of(cls, partition_path: str, files: Mapping[str, int]) -> PartitionListing:
+        return cls(partition_path, list(files), list(files.values()))
+
+    def _parse(self) -> tuple[tuple[BaseFile, ...], tuple[LogFile, ...]]:
+        if self._parsed is None:
+            bases: list[BaseFile] = []
+            logs: list[LogFile] = []
+            for name, size in zip(self.names, self.sizes, strict=True):
+                if name.startswith("."):  # log file names start with a dot, base file names never do
+                    log = LogFile.parse(name, size)
+                    if log is not None and log.extension == "log" and not log.is_cdc:
+                        logs.append(log)
+                    continue
+                base = BaseFile.parse(name, size)
+                if base is not None:
+                    bases.append(base)
+            self._parsed = (tuple(bases), tuple(logs))
+        return self._parsed
+
+    @property
+    def base_files(self) -> tuple[BaseFile, ...]:
+        return self._parse()[0]
+
+    @property
+    def log_files(self) -> tuple[LogFile, ...]:
+        return self._parse()[1]
 
 
 def list_partition_paths(fileio: FileIO, base_path: str) -> list[str]:
@@ -70,30 +103,21 @@ def list_partition(fileio: FileIO, base_path: str, partition_path: str) -> Parti
 
 
 def _listing_of(partition_path: str, entries: Iterable[FileInfo]) -> PartitionListing:
-    return partition_listing(partition_path, ((e.name, e.size) for e in entries if not e.is_dir))
+    files = [e for e in entries if not e.is_dir]
+    return PartitionListing(partition_path, [e.name for e in files], [e.size for e in files])
 
 
 def partition_listing(partition_path: str, files: Iterable[tuple[str, int]]) -> PartitionListing:
-    """The base and log files among ``files`` (name, size) of one partition."""
-    bases: list[BaseFile] = []
-    logs: list[LogFile] = []
-    for name, size in files:
-        if name.startswith("."):  # log file names start with a dot, base file names never do
-            log = LogFile.parse(name, size)
-            if log is not None and log.extension == "log" and not log.is_cdc:
-                logs.append(log)
-            continue
-        base = BaseFile.parse(name, size)
-        if base is not None:
-            bases.append(base)
-    return PartitionListing(partition_path, tuple(bases), tuple(logs))
+    """The listing of one partition from its files' (name, size)."""
+    pairs = list(files)
+    return PartitionListing(partition_path, [n for n, _ in pairs], [s for _, s in pairs])
 
 
 ListingSource = Callable[[Sequence[str] | None], list[PartitionListing]]
 """Listings of the given partitions, or of every partition for None (e.g. the metadata table's)."""
 
 
-class FileSystemView:
+class FileSystemView(ArraySelections):
     """File groups of a table as of a point on its timeline.
 
     ``timeline`` is the table's active timeline; ``as_of`` (a requested instant time, inclusive)
@@ -216,6 +240,16 @@ class FileSystemView:
     def file_groups(self, partition_path: str) -> list[FileGroup]:
         """All file groups of a partition with their visible slices (replaced groups included)."""
         listing = self.listing(partition_path)
+        return self._file_groups(partition_path, listing.base_files, listing.log_files, None)
+
+    def _file_groups(
+        self,
+        partition_path: str,
+        base_files: Iterable[BaseFile],
+        log_files: Iterable[LogFile],
+        only: Collection[str] | None,
+    ) -> list[FileGroup]:
+        """The file groups of these files (and of pending compactions, all or those in ``only``)."""
         groups: dict[str, FileGroup] = {}
 
         def group(file_id: str) -> FileGroup:
@@ -224,13 +258,13 @@ class FileSystemView:
                 fg = groups[file_id] = FileGroup(partition_path, file_id)
             return fg
 
-        for base in listing.base_files:
+        for base in base_files:
             if self.is_committed(base.commit_time):
                 group(base.file_id).add_base_file(base)
         for fg_id, ts in self._pending_compactions.items():
-            if fg_id.partition_path == partition_path:
+            if fg_id.partition_path == partition_path and (only is None or fg_id.file_id in only):
                 group(fg_id.file_id).add_slice_key(ts)
-        logs = sorted(listing.log_files, key=lambda lf: (lf.file_id, lf.sort_key))
+        logs = sorted(log_files, key=lambda lf: (lf.file_id, lf.sort_key))
         for log in logs:
             if self.layout >= 2:
                 self._place_log_v2(group(log.file_id), log)

@@ -30,9 +30,15 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import NamedTuple
+
+import numpy as np
+import pyarrow as pa
 
 from hoodie.errors import TableServiceError, UnsupportedTableError
+from hoodie.file_group.file_index import paused_gc
 from hoodie.file_group.file_slice import FileGroupId, FileSlice
+from hoodie.file_group.view import FileSystemView
 from hoodie.models.clustering import (
     CLUSTER_OPERATION,
     ClusteringGroup,
@@ -330,28 +336,31 @@ def _slice_size(s: FileSlice, policy: ClusteringPolicy) -> int:
     return s.base_file.size if s.base_file is not None else policy.parquet_max_file_size
 
 
+class _Candidate(NamedTuple):
+    """An eligible latest slice: its file group and size (``_slice_size``)."""
+
+    file_id: str
+    size: int
+
+
 def _groups_for_partition(
-    slices: list[FileSlice], policy: ClusteringPolicy
-) -> tuple[list[list[FileSlice]], bool]:
+    slices: list[_Candidate], policy: ClusteringPolicy
+) -> tuple[list[list[_Candidate]], bool]:
     """Bin-pack one partition's eligible slices; True when the group limit left slices out."""
-
-    def size(s: FileSlice) -> int:
-        return _slice_size(s, policy)
-
-    ordered = sorted(slices, key=lambda s: (-size(s), s.file_id))
-    packed: list[list[FileSlice]] = []
-    current: list[FileSlice] = []
+    ordered = sorted(slices, key=lambda s: (-s.size, s.file_id))
+    packed: list[list[_Candidate]] = []
+    current: list[_Candidate] = []
     total = 0
     partial = False
     for s in ordered:
-        if current and total + size(s) > policy.max_bytes_per_group:
+        if current and total + s.size > policy.max_bytes_per_group:
             packed.append(current)
             current, total = [], 0
             if len(packed) >= policy.max_num_groups:
                 partial = True
                 break
         current.append(s)
-        total += size(s)
+        total += s.size
     single_ok = policy.single_group_clustering or bool(parse_sort_columns(policy.sort_columns))
     if current and not partial and (len(current) > 1 or single_ok):
         packed.append(current)
@@ -384,6 +393,48 @@ def _busy_file_groups(table: HoodieTable, timeline: ActiveTimeline) -> set[FileG
     return busy
 
 
+def _plan_groups(
+    table: HoodieTable,
+    view: FileSystemView,
+    policy: ClusteringPolicy,
+    partitions: list[str],
+    missing: list[str],
+    busy: set[FileGroupId],
+) -> tuple[list[list[FileSlice]], bool] | None:
+    """The packed groups of latest slices (objects only for those the plan takes), whether the plan
+    is incremental; partitions left out are added to ``missing``. None when nothing qualifies."""
+    index = view.file_index(partitions)
+    # The latest slice of every live file group, as arrays: (file id, base file size or -1 for none).
+    numbers, base_sizes = view.latest_base_sizes(index, exclude=busy)
+    small = np.maximum(base_sizes, 0) < policy.small_file_limit
+    numbers, base_sizes = numbers[small], base_sizes[small]
+    file_ids = index.file_id.take(pa.array(index.first_rows(numbers))).to_pylist()
+    by_partition: dict[int, list[_Candidate]] = {}
+    for part, file_id, size in zip(
+        index.group_part(numbers).tolist(), file_ids, base_sizes.tolist(), strict=True
+    ):
+        by_partition.setdefault(part, []).append(
+            _Candidate(file_id, size if size >= 0 else policy.parquet_max_file_size)
+        )
+    packed: list[tuple[str, list[_Candidate]]] = []
+    incremental = policy.incremental_for(table.table_version)
+    for part, partition in enumerate(partitions):
+        found, partial = _groups_for_partition(by_partition.get(part, []), policy)
+        if len(found) > policy.max_num_groups or partial:
+            missing.append(partition)
+        packed.extend((partition, g) for g in found[: policy.max_num_groups])
+    if len(packed) > policy.max_num_groups:
+        missing.extend(partition for partition, _ in packed[policy.max_num_groups :])
+        packed = packed[: policy.max_num_groups]
+    if not packed:
+        return None
+    # Objects only for the file groups the plan takes.
+    taken = index.group_mask([(partition, c.file_id) for partition, g in packed for c in g])
+    latest = {s.group_id: s for s in view.latest_slices(index, taken)}
+    groups = [[latest[FileGroupId(partition, c.file_id)] for c in g] for partition, g in packed]
+    return groups, incremental
+
+
 def plan_clustering(
     table: HoodieTable,
     policy: ClusteringPolicy,
@@ -408,30 +459,11 @@ def plan_clustering(
     if not partitions:
         return None
     busy = _busy_file_groups(table, tl)
-    view.prefetch(partitions)
-    groups: list[list[FileSlice]] = []
-    incremental = policy.incremental_for(table.table_version)
-    for partition in partitions:
-        eligible = []
-        for fg in view.file_groups(partition):
-            if view.is_replaced(fg.group_id) or fg.group_id in busy:
-                continue
-            slices = fg.slices()
-            if not slices or slices[0].is_empty:
-                continue
-            latest = slices[0]
-            base_size = latest.base_file.size if latest.base_file is not None else 0
-            if base_size < policy.small_file_limit:
-                eligible.append(latest)
-        found, partial = _groups_for_partition(eligible, policy)
-        if len(found) > policy.max_num_groups or partial:
-            missing.append(partition)
-        groups.extend(found[: policy.max_num_groups])
-    if len(groups) > policy.max_num_groups:
-        missing.extend(g[0].partition_path for g in groups[policy.max_num_groups :])
-        groups = groups[: policy.max_num_groups]
-    if not groups:
+    with paused_gc():  # objects for every eligible file group: no heap walks while they are built
+        found = _plan_groups(table, view, policy, partitions, missing, busy)
+    if found is None:
         return None
+    groups, incremental = found
     params = {SORT_COLUMNS_KEY: policy.sort_columns} if policy.sort_columns else {}
     plan = ClusteringPlan(
         input_groups=[_clustering_group(table, g, policy) for g in groups],

@@ -27,6 +27,7 @@ from hoodie.cdc.write import CDCWrite, log_compaction_changes
 from hoodie.errors import TableServiceError, UnsupportedTableError
 from hoodie.file_group.base_file import BaseFile
 from hoodie.file_group.base_file_writer import BaseFileWriter, set_constant
+from hoodie.file_group.file_index import paused_gc
 from hoodie.file_group.file_slice import FileSlice
 from hoodie.io.fileio import join
 from hoodie.merge.trace import MergeTrace
@@ -49,7 +50,7 @@ from hoodie.services.base import (
     register_service,
 )
 from hoodie.services.claim import claim_instant, require_pending
-from hoodie.services.compaction_plan import compaction_operation, compaction_plan, slice_of
+from hoodie.services.compaction_plan import compaction_plan, operation_of, slice_of
 from hoodie.services.incremental import compaction_partitions, incremental_enabled, incremental_option
 from hoodie.services.options import int_option
 from hoodie.services.partial_check import check_planned_slices
@@ -286,19 +287,14 @@ def plan_compaction(
         partitions = view.partitions()
     if not partitions:
         return None
-    view.prefetch(partitions)
     busy = set(table.pending_compaction_operations(tl)) | set(table.pending_clustering_file_groups(tl))
     ops: list[CompactionOperation] = []
-    for partition in partitions:
-        for group in view.file_groups(partition):
-            if not group.has_log_files:  # most groups: nothing to compact, no slices built
-                continue
-            group_id = group.group_id
-            if view.is_replaced(group_id) or group_id in busy:
-                continue
-            slices = group.slices()
-            if slices and slices[0].log_files:
-                ops.append(compaction_operation(slices[0]))
+    # Chosen over the whole listing as arrays: objects only for live groups with log files.
+    index = view.file_index(partitions)
+    with paused_gc():  # thousands of operations: no heap walks while they are built
+        for latest in view.latest_slice_files(index, view.with_log_files(index, exclude=busy)):
+            if latest.log_file_names:
+                ops.append(operation_of(latest))
     chosen = _select(ops, policy)
     missing = _left_out(ops, chosen, policy) if incremental else None
     return compaction_plan(chosen, missing_schedule_partitions=missing)

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from hoodie.errors import TableServiceError
 from hoodie.file_group.base_file import BaseFile
-from hoodie.file_group.file_slice import FileSlice
+from hoodie.file_group.file_slice import FileSlice, SliceFiles
 from hoodie.file_group.log_file import LogFile
 from hoodie.models.compaction import CompactionOperation, CompactionPlan
 from hoodie.models.compaction import CompactionStrategy as StrategyRecord
@@ -24,17 +24,28 @@ def compaction_operation(
 
     ``bytes_without_base`` is the write estimate of a slice that has no base file yet.
     """
-    logs = file_slice.log_files if logs is None else logs
-    log_size = sum(int(lf.size) for lf in logs)
-    base_size = file_slice.base_file.size if file_slice.base_file else 0
+    files = SliceFiles.of(file_slice)
+    if logs is not None:
+        files = files._replace(
+            log_file_names=[lf.name for lf in logs], log_file_sizes=[lf.size for lf in logs]
+        )
+    return operation_of(files, bytes_without_base=bytes_without_base)
+
+
+def operation_of(files: SliceFiles, *, bytes_without_base: int = 0) -> CompactionOperation:
+    """``compaction_operation`` of a slice given by its files' names and sizes."""
+    logs = files.log_file_names
+    log_size = sum(files.log_file_sizes)
+    has_base = files.base_file_name is not None
+    base_size = files.base_file_size if has_base else 0
     io_read = (base_size + log_size) // _MB
-    io_write = (base_size if file_slice.base_file else bytes_without_base) // _MB
+    io_write = (base_size if has_base else bytes_without_base) // _MB
     return CompactionOperation(
-        base_instant_time=file_slice.base_instant_time,
-        delta_file_paths=[lf.name for lf in logs],
-        data_file_path=file_slice.base_file.name if file_slice.base_file else None,
-        file_id=file_slice.file_id,
-        partition_path=file_slice.partition_path,
+        base_instant_time=files.base_instant_time,
+        delta_file_paths=list(logs),
+        data_file_path=files.base_file_name,
+        file_id=files.file_id,
+        partition_path=files.partition_path,
         metrics={
             "TOTAL_LOG_FILES": float(len(logs)),
             "TOTAL_IO_MB": float(io_read + io_write),

@@ -175,27 +175,23 @@ def plan_log_compaction(
     last = tl.completed().writes().last()
     latest = last.requested_time if last else None
     ops: list[CompactionOperation] = []
-    for partition in view.partitions():
-        for group in view.file_groups(partition):
-            if not group.has_log_files or view.is_replaced(group.group_id) or group.group_id in busy:
-                continue
-            slices = group.slices()
-            if not slices or not slices[0].log_files:
-                continue
-            file_slice = slices[0]
-            blocks = scan_log_blocks(
-                table.fileio,
-                table.base_path,
-                file_slice,
-                is_committed=view.is_committed,
-                latest_instant=latest,
-            )
-            check_partial_blocks(table.base_path, SERVICE, blocks, merge)
-            if not blocks or _already_log_compacted(blocks):
-                continue
-            threshold = policy.blocks_threshold
-            if len(file_slice.log_files) >= threshold or len(blocks) >= threshold:
-                ops.append(compaction_operation(file_slice))
+    index = view.file_index(view.partitions())
+    for file_slice in view.latest_slices(index, view.with_log_files(index, exclude=busy)):
+        if not any(lf.size for lf in file_slice.log_files):
+            continue  # no log files, or only empty ones (as listed): no blocks to scan
+        blocks = scan_log_blocks(
+            table.fileio,
+            table.base_path,
+            file_slice,
+            is_committed=view.is_committed,
+            latest_instant=latest,
+        )
+        check_partial_blocks(table.base_path, SERVICE, blocks, merge)
+        if not blocks or _already_log_compacted(blocks):
+            continue
+        threshold = policy.blocks_threshold
+        if len(file_slice.log_files) >= threshold or len(blocks) >= threshold:
+            ops.append(compaction_operation(file_slice))
     return compaction_plan(
         ops,
         strategy=CompactionStrategy(compactor_class_name=COMPACTOR_CLASS, strategy_params={}, version=1),

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from hoodie.file_group.view import FileSystemView, ListingSource, PartitionListing, partition_listing
+from hoodie.file_group.file_index import paused_gc
+from hoodie.file_group.view import FileSystemView, ListingSource, PartitionListing
 from hoodie.metadata.records import MetadataPartition
 from hoodie.metadata.table import MetadataTable
 from hoodie.table import HoodieTable
@@ -31,7 +32,8 @@ def metadata_listing_source(table: HoodieTable, timeline: ActiveTimeline) -> Lis
 
     def source(partitions: Sequence[str] | None) -> list[PartitionListing]:
         files = lister(partitions)
-        return [partition_listing(p, files[p].items()) for p in sorted(files)]
+        with paused_gc():  # two lists per partition, by the ten thousand
+            return [PartitionListing.of(p, files[p]) for p in sorted(files)]
 
     return source
 
