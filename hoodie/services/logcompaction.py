@@ -361,7 +361,7 @@ def log_compact_file_group(task: Task) -> TaskResult:
         stats=stats,
     )
     _check_blocks(blocks, table.base_path)
-    on_read = job.on_read()
+    on_read = job.schema_on_read
     batches: list[pa.Table | DeleteEntries] = []
     for block in blocks:
         if block.block_type is BlockType.DELETE:
