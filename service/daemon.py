@@ -30,6 +30,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from hoodie.errors import HoodieError, UnsupportedShapeError
 from hoodie.io.requests import RequestCounter, counting
 from hoodie.services.registry import ALL, spec_of
+from hoodie.shape.table_shape import TableShape
 from hoodie.timeline.timeline import ActiveTimeline
 from hoodie.transaction.heartbeat import HeartbeatConfig
 from service.clock import SYSTEM, Clock
@@ -77,6 +78,7 @@ class Daemon(Operations):
         self.streaks = {(s.table_id, s.service): s for s in self.store.streaks()}
         self.health_book = HealthBook()
         self._policy_due: dict[tuple[str, str], float] = {}
+        self._refused: dict[str, tuple[TableShape, dict[str, str]]] = {}
         self._workers: list[threading.Thread] = []
         self._submitting = threading.Lock()
         self._closing = threading.Event()
@@ -270,7 +272,10 @@ class Daemon(Operations):
         started = self.clock.monotonic()
         leads = self.is_leader
         entries = list(self.registry)
-        if self.settings.watch.threads > 1 and len(entries) > 1:  # a look mostly waits on storage
+        # A look at an object store mostly waits on requests: looks run on threads. On local disk a
+        # look takes microseconds of CPU and waits on nothing; threads only add their own cost
+        # (1,000 local tables: 15 -> 24 ms of CPU a tick).
+        if self.settings.watch.threads > 1 and len(entries) > 1 and any(_remote(e.uri) for e in entries):
             if self._lookers is None:
                 self._lookers = ThreadPoolExecutor(self.settings.watch.threads, thread_name_prefix="hts-look")
             list(self._lookers.map(lambda entry: self._watch_one(entry, leads), entries))
@@ -383,7 +388,11 @@ class Daemon(Operations):
                 return dict.fromkeys(ALL, entry.error)
             return {}
         try:
-            return entry.table.shape(entry.config.options).refused()
+            shape = entry.table.shape(entry.config.options)  # cached while the timeline is unchanged
+            known = self._refused.get(entry.id)
+            if known is None or known[0] is not shape:  # every tick asks: judge each shape once
+                known = self._refused[entry.id] = (shape, shape.refused())
+            return known[1]
         except (HoodieError, OSError, ValueError) as e:
             # Cannot tell (e.g. a malformed plan): the runs go on, and each one's own shape check fails
             # with this error before writing anything, so it is reported (and retried) as a failed run.
@@ -518,6 +527,11 @@ class Daemon(Operations):
             "leader": self.is_leader,
             "last_tick": self.last_tick or 0.0,
         }
+
+
+def _remote(uri: str) -> bool:
+    """A table on an object store (``s3://``, ``gs://`` ...), not on this machine's file system."""
+    return "://" in uri and not uri.startswith("file://")
 
 
 def _now() -> Any:
