@@ -30,7 +30,6 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from hoodie.errors import HoodieError, UnsupportedShapeError
 from hoodie.io.requests import RequestCounter, counting
 from hoodie.services.registry import ALL, spec_of
-from hoodie.shape.table_shape import TableShape
 from hoodie.timeline.timeline import ActiveTimeline
 from hoodie.transaction.heartbeat import HeartbeatConfig
 from service.clock import SYSTEM, Clock
@@ -78,7 +77,7 @@ class Daemon(Operations):
         self.streaks = {(s.table_id, s.service): s for s in self.store.streaks()}
         self.health_book = HealthBook()
         self._policy_due: dict[tuple[str, str], float] = {}
-        self._refused: dict[str, tuple[TableShape, dict[str, str]]] = {}
+        self._refused: dict[str, tuple[tuple[object, ...], dict[str, str]]] = {}
         self._workers: list[threading.Thread] = []
         self._submitting = threading.Lock()
         self._closing = threading.Event()
@@ -388,10 +387,13 @@ class Daemon(Operations):
                 return dict.fromkeys(ALL, entry.error)
             return {}
         try:
-            shape = entry.table.shape(entry.config.options)  # cached while the timeline is unchanged
+            # Every tick asks: the answer is kept while the table's timeline, its hoodie.properties
+            # and the table's settings are the very ones it was computed from (as Table.shape is).
+            table = entry.table
+            basis = (table.timeline, table.config, entry.config)
             known = self._refused.get(entry.id)
-            if known is None or known[0] is not shape:  # every tick asks: judge each shape once
-                known = self._refused[entry.id] = (shape, shape.refused())
+            if known is None or any(a is not b for a, b in zip(known[0], basis, strict=True)):
+                known = self._refused[entry.id] = (basis, table.shape(entry.config.options).refused())
             return known[1]
         except (HoodieError, OSError, ValueError) as e:
             # Cannot tell (e.g. a malformed plan): the runs go on, and each one's own shape check fails
