@@ -148,6 +148,7 @@ def task_for_memory(data: BenchData, scratch: Path) -> dict[str, Any]:
         "timeline_start": None,
         "latest_instant": completed.last().requested_time if completed.last() else None,
         "compression": data.compression,
+        "schema_on_read": None,  # the bench's table reads by name
         "operation": op.to_avro(),
         "write_token": "0-0-0",
     }

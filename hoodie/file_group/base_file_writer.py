@@ -220,11 +220,11 @@ class BaseFileWriter:
                 self.metadata[MAX_RECORD_KEY_FOOTER] = self._max
         self._writer.add_key_value_metadata(self.metadata)
         self._writer.close()
+        size = self._sink.tell()  # the bytes written: no request to ask the store the file's size
         self._sink.close()
-        info = self.fileio.info(self.path)
         return BaseFileResult(
             self.path,
-            info.size if info is not None else 0,
+            size,
             self._rows,
             self.metadata.get(MIN_RECORD_KEY_FOOTER),
             self.metadata.get(MAX_RECORD_KEY_FOOTER),

@@ -91,16 +91,14 @@ def iter_compacted_slice(
     opts: SliceReadOptions,
     budget: MemoryBudget,
     *,
+    log_bytes: int,
     cdc: bool = False,
     writer: BaseFileWriter | None = None,
 ) -> Iterator[pa.Table]:
-    """The merged rows of ``file_slice`` for compaction: in memory when its logs fit ``budget``,
-    else by the external merge (same rows, same order), when the output's ``writer`` also buffers
-    smaller row groups (:data:`SPILL_ROW_GROUP_ROWS`)."""
-    log_bytes = 0
-    for path in file_slice.log_file_paths(base_path):
-        info = fileio.info(path)
-        log_bytes += info.size if info is not None else 0
+    """The merged rows of ``file_slice`` for compaction: in memory when its logs (``log_bytes``
+    in all, as the caller found them checking the plan's files) fit ``budget``, else by the
+    external merge (same rows, same order), when the output's ``writer`` also buffers smaller
+    row groups (:data:`SPILL_ROW_GROUP_ROWS`)."""
     if not spills(opts, log_bytes, budget, cdc=cdc):
         yield from iter_read_slice(fileio, base_path, file_slice, opts)
         return

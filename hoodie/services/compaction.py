@@ -418,7 +418,8 @@ def compact_file_group(task: Task) -> TaskResult:
     op = CompactionOperation.from_avro(task["operation"])
     file_slice = slice_of(op)
     fileio = table.fileio
-    require_files(fileio, file_slice.file_paths(table.base_path), f"compaction {instant_time}")
+    found = require_files(fileio, file_slice.file_paths(table.base_path), f"compaction {instant_time}")
+    log_bytes = sum(f.size for f in found[len(found) - len(file_slice.log_files) :])
     info = SliceMergeInfo()
     stats = ScanStats()
     opts = job.read_options(stats=stats, info=info)
@@ -442,7 +443,14 @@ def compact_file_group(task: Task) -> TaskResult:
         info.trace = MergeTrace()  # the merge hands over where each old row went
     budget = MemoryBudget.of_task(task)  # over budget, log records spill (hoodie.memory.*)
     for merged in iter_compacted_slice(
-        fileio, table.base_path, file_slice, opts, budget, cdc=cdc is not None, writer=writer
+        fileio,
+        table.base_path,
+        file_slice,
+        opts,
+        budget,
+        log_bytes=log_bytes,
+        cdc=cdc is not None,
+        writer=writer,
     ):
         part = set_constant(merged, "_hoodie_file_name", new.name)
         writer.write(part)

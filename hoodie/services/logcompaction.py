@@ -340,7 +340,7 @@ def log_compact_file_group(task: Task) -> TaskResult:
         stats=stats,
     )
     check_partial_blocks(table.base_path, SERVICE, blocks, merge)
-    on_read = job.on_read()
+    on_read = job.schema_on_read
     batches: list[pa.Table | DeleteEntries] = []
     for block in blocks:
         if block.block_type is BlockType.DELETE:

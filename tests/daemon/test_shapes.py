@@ -102,3 +102,43 @@ def test_a_watch_tick_computes_a_tables_refusals_once(tmp_path: Path) -> None:
         assert sorted(calls) == sorted(daemon.registry.ids())
     finally:
         daemon.stop(0)
+
+
+def test_a_tables_refusals_are_judged_again_only_when_its_timeline_changes(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """Every tick asks each table's refusals; an unchanged table's are not judged again (11 matrix
+    cells a table a tick made the idle daemon's ticks cost twice the CPU), a new commit's are."""
+    from hoodie.shape.table_shape import TableShape
+    from hoodie.write.writer import HoodieWriter
+    from service.daemon import Daemon
+    from service.settings import load_settings
+    from tests.daemon.helpers import settings_data
+    from tests.tables import rows
+
+    path = tmp_path / "tables" / "orders"
+    mor_table(path, upserts=1)
+    judged: list[str] = []
+    real = TableShape.refused
+
+    def counted(self: TableShape, *args: Any, **kwargs: Any) -> dict[str, str]:
+        judged.append(self.where)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(TableShape, "refused", counted)
+    daemon = Daemon(load_settings(overrides=settings_data(tmp_path), environ={}), replica_id="test")
+    try:
+        daemon.registry.refresh()
+        for _ in range(3):
+            daemon.watch_tick()
+        entry = daemon.entry("orders")
+        assert daemon.refused(entry) == {}
+        assert len(judged) == 1
+        HoodieWriter(HoodieTable.open(str(path))).upsert(rows([1, 3], 9))
+        entry.watch.poke()
+        daemon.watch_tick()  # the look reloads the timeline: a new one, judged again
+        assert len(judged) == 2
+        daemon.watch_tick()
+        assert len(judged) == 2
+    finally:
+        daemon.stop(0)

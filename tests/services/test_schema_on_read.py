@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -203,9 +204,11 @@ def _table(
     block: LogBlockFormat = LogBlockFormat.AVRO,
     table_type: TableType = TableType.MERGE_ON_READ,
     version: TableVersion = TableVersion.EIGHT,
+    before_alter: Callable[[Path], str] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """C1 (a Hudi write that turned schema-on-read on), C2 (hts, V1), the ALTER TABLE, C3 (hts, V2);
-    hts's writes record the version in force themselves, as Hudi's writer does."""
+    hts's writes record the version in force themselves, as Hudi's writer does. ``before_alter``
+    runs between C2 and the ALTER TABLE and returns the last instant it created."""
     table = create_table(
         str(path),
         table_name="t",
@@ -226,8 +229,8 @@ def _table(
     old_update = {**_v1_row(3), "ts": 2, "a": -3, "c": 100.0}
     writer = HoodieWriter(HoodieTable.open(str(path)), options=options)
     c2 = writer.upsert(pa.Table.from_pylist([old_update], schema=V1)).instant.requested_time
-    alter = str(int(c2) + 1)
-    _alter(path, alter, str(int(c2) + 2), [v1])
+    alter = str(int(before_alter(path) if before_alter else c2) + 1)
+    _alter(path, alter, str(int(alter) + 1), [v1])
     updates = [_v2_row(k, 3) for k in (1, 4, 6)]
     writer = HoodieWriter(HoodieTable.open(str(path)), options=options)
     c3 = writer.upsert(pa.Table.from_pylist(updates, schema=V2)).instant.requested_time
@@ -295,6 +298,30 @@ def test_rename_drop_retype_and_readd_read_by_column_id(
     assert planned is not None and planned.instant_time is not None
     execute_clustering(ctx, planned.instant_time, LocalRunner())
     assert _read(path) == model
+
+
+def _compact(path: Path) -> str:
+    ctx = ServiceContext(HoodieTable.open(str(path)))
+    scheduled = schedule_compaction(ctx, CompactionPolicy())
+    assert scheduled is not None and scheduled.instant_time is not None
+    execute_compaction(ctx, scheduled.instant_time, LocalRunner())
+    return scheduled.instant_time
+
+
+def test_tasks_after_an_alter_read_by_the_new_version_in_a_process_that_ran_tasks_before_it(
+    tmp_path: Path,
+) -> None:
+    """An executor opens a table once per process (``open_table_for_task``) and keeps it; the
+    schema versions a task reads by come with the task, not from the timeline that table loaded
+    for the process' first task (here: before the ALTER TABLE)."""
+    path = tmp_path / "t"
+    model = _table(path, before_alter=_compact)  # this process runs a compaction task of V1 slices
+    assert _read(path) == model
+    _compact(path)  # its slices: base files of V1, log blocks of V2
+    assert _read(path) == model
+    assert _read(path, read_optimized=True) == model
+    for schema in _base_schemas(path):
+        assert schema.names[5:] == V2.names and schema.field("a2").type == pa.int64()
 
 
 def test_time_travel_before_the_alter_reads_the_old_version(tmp_path: Path) -> None:
