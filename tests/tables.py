@@ -60,6 +60,19 @@ def new_table(
     )
 
 
+def table_with_requested_compaction(path: Path) -> str:
+    """A MERGE_ON_READ table of inserts then updates, with a compaction requested: its instant time."""
+    from hoodie.services.base import ServiceContext
+    from hoodie.services.compaction import CompactionPolicy, schedule_compaction
+
+    writer = HoodieWriter(new_table(path))
+    writer.insert(rows(range(20), 1))
+    writer.upsert(rows(range(0, 20, 2), 2))
+    scheduled = schedule_compaction(ServiceContext(HoodieTable.open(str(path))), CompactionPolicy())
+    assert scheduled is not None and scheduled.instant_time is not None
+    return scheduled.instant_time
+
+
 def define_secondary_index(path: Path, name: str, column: str, *, version: str = "V2") -> HoodieTable:
     """Register secondary index ``secondary_index_<name>`` on ``column`` in the table's index
     definitions, as Apache Hudi's ``CREATE INDEX`` does before building it (not built here)."""

@@ -14,27 +14,18 @@ from hoodie.services.base import JobCancelled, LocalRunner, ServiceContext, Task
 from hoodie.services.claim import claim_instant
 from hoodie.services.clustering import ClusteringPolicy, schedule_clustering
 from hoodie.services.clustering_executor import execute_clustering
-from hoodie.services.compaction import CompactionPolicy, execute_compaction, schedule_compaction
+from hoodie.services.compaction import execute_compaction
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action
 from hoodie.transaction.heartbeat import HeartbeatConfig, is_heartbeat_expired
 from hoodie.transaction.lock import InProcessLockProvider, LockError
 from hoodie.write.writer import HoodieWriter
-from tests.tables import data_files, new_table, rows, snapshot
-
-
-def _table_with_requested_compaction(path: Path) -> str:
-    writer = HoodieWriter(new_table(path))
-    writer.insert(rows(range(20), 1))
-    writer.upsert(rows(range(0, 20, 2), 2))
-    scheduled = schedule_compaction(ServiceContext(HoodieTable.open(str(path))), CompactionPolicy())
-    assert scheduled is not None and scheduled.instant_time is not None
-    return scheduled.instant_time
+from tests.tables import data_files, new_table, rows, snapshot, table_with_requested_compaction
 
 
 def test_a_claimed_instant_is_refused_to_every_other_executor(tmp_path: Path) -> None:
     path = tmp_path / "t"
-    ts = _table_with_requested_compaction(path)
+    ts = table_with_requested_compaction(path)
     first = ServiceContext(HoodieTable.open(str(path)))
     with claim_instant(first, ts, Action.COMPACTION, "compaction") as claim:
         assert claim.instant.is_requested
@@ -69,7 +60,7 @@ class _CancelAfterFirstTask:
 
 def test_a_cancelled_compaction_is_rolled_back_to_its_requested_plan(tmp_path: Path) -> None:
     path = tmp_path / "t"
-    ts = _table_with_requested_compaction(path)
+    ts = table_with_requested_compaction(path)
     before, files = snapshot(path), data_files(path)
     ctx = ServiceContext(HoodieTable.open(str(path)))
     with pytest.raises(JobCancelled, match="cancelled after 1 of"):
@@ -113,7 +104,7 @@ class _LosesLockBeforeCompleting(InProcessLockProvider):
 
 def test_no_completion_without_the_lock(tmp_path: Path) -> None:
     path = tmp_path / "t"
-    ts = _table_with_requested_compaction(path)
+    ts = table_with_requested_compaction(path)
     table = HoodieTable.open(str(path))
     lock = _LosesLockBeforeCompleting(table.base_path)
     ctx = ServiceContext(table, lock=lock)

@@ -31,14 +31,14 @@ from hoodie.services.base import (
 from hoodie.services.claim import NotTakenOver
 from hoodie.services.clustering import ClusteringPolicy, schedule_clustering
 from hoodie.services.clustering_executor import execute_clustering
-from hoodie.services.compaction import CompactionPolicy, execute_compaction, schedule_compaction
+from hoodie.services.compaction import execute_compaction
 from hoodie.services.logcompaction import LogCompactionPolicy, execute_log_compaction, schedule_log_compaction
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action
 from hoodie.transaction.heartbeat import HeartbeatConfig, heartbeat_path, is_heartbeat_expired
 from hoodie.write.writer import HoodieWriter
 from tests.conftest import hudi_rs_rows
-from tests.tables import data_files, new_table, rows
+from tests.tables import data_files, new_table, rows, table_with_requested_compaction
 
 META = ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path")
 Execute = Callable[[ServiceContext, str, Runner], ExecutionResult]
@@ -56,15 +56,6 @@ def _rows_read_by_hudi_rs(path: Path) -> list[str]:
     return hudi_rs_rows(path, drop=(*META, "_hoodie_file_name"))
 
 
-def _compaction_table(path: Path) -> str:
-    writer = HoodieWriter(new_table(path))
-    writer.insert(rows(range(20), 1))
-    writer.upsert(rows(range(0, 20, 2), 2))
-    scheduled = schedule_compaction(ServiceContext(HoodieTable.open(str(path))), CompactionPolicy())
-    assert scheduled is not None and scheduled.instant_time is not None
-    return scheduled.instant_time
-
-
 def _clustering_table(path: Path) -> str:
     writer = HoodieWriter(new_table(path))
     writer.insert(rows(range(0, 10), 1))
@@ -76,7 +67,7 @@ def _clustering_table(path: Path) -> str:
 
 
 SERVICES: dict[str, tuple[Callable[[Path], str], Execute]] = {
-    "compaction": (_compaction_table, execute_compaction),
+    "compaction": (table_with_requested_compaction, execute_compaction),
     "clustering": (_clustering_table, execute_clustering),
 }
 
@@ -248,7 +239,7 @@ def test_a_late_heartbeat_stops_the_attempt_between_tasks(tmp_path: Path) -> Non
     as a loaded machine would): the beat comes later than the expiry, so the attempt stops before
     its next task, removes what it wrote and leaves the instant to whoever claims it next."""
     path = tmp_path / "t"
-    ts = _compaction_table(path)
+    ts = table_with_requested_compaction(path)
     files = data_files(path)
     beat = HeartbeatConfig(interval_ms=40, tolerable_misses=2)
     a = ServiceContext(HoodieTable.open(str(path)), heartbeat=beat)
@@ -298,7 +289,7 @@ def test_the_completing_executor_removes_what_a_frozen_attempt_wrote_after_the_t
     """A writes a file after B rolled it back, then freezes (alive, but it may never run again):
     B's completion removes that file (it is marked, but another attempt's), keeps its own."""
     path = tmp_path / "t"
-    ts = _compaction_table(path)
+    ts = table_with_requested_compaction(path)
     a = ServiceContext(HoodieTable.open(str(path)))
     a_stalled, b_inflight, a_wrote, a_may_go_on = (threading.Event() for _ in range(4))
     a_error: list[BaseException] = []
