@@ -80,6 +80,10 @@ _WINNER_BATCH_ROWS = 8192
 SPILL_ROW_GROUP_ROWS = BASE_BATCH_ROWS
 #: Rows per batch of the base file in the base pass (two are held: one merged, one read ahead).
 SPILL_BATCH_ROWS = BASE_BATCH_ROWS // 2
+#: Arrow's (and Hudi's, ``hoodie.parquet.page.size``) dictionary page limit for a full row group,
+#: and the least a spilled slice's smaller row groups get.
+_DICTIONARY_BYTES = 1024 * 1024
+_MIN_DICTIONARY_BYTES = 64 * 1024
 _SEQ = "_hts_spill_seq"
 _T = TypeVar("_T")
 
@@ -108,7 +112,14 @@ def iter_compacted_slice(
     # merging a bucket holds its rows and their winners while the base pass holds a row group.
     buckets = min(MAX_BUCKETS, max(1, math.ceil(log_bytes * IN_MEMORY_FACTOR / (budget.max_size / 8))))
     if writer is not None:
-        writer.row_group_rows = min(writer.row_group_rows, SPILL_ROW_GROUP_ROWS)
+        in_memory_rows = writer.row_group_rows
+        writer.row_group_rows = min(in_memory_rows, SPILL_ROW_GROUP_ROWS)
+        # The dictionary limit shrinks with the row group: each row group tries the same share of
+        # its values as dictionary entries as the in-memory path's does (a high-cardinality column
+        # fills the dictionary, then falls back to plain), not 4x the share at 4x the encoding cost.
+        writer.dictionary_pagesize_limit = max(
+            _MIN_DICTIONARY_BYTES, _DICTIONARY_BYTES * writer.row_group_rows // in_memory_rows
+        )
         writer.encode_ahead = True  # Parquet encoding (GIL released) overlaps the merge
     yield from iter_spilled_slice(fileio, base_path, file_slice, opts, budget, buckets)
 
