@@ -4,8 +4,9 @@ Hudi bounds a compaction's log records with ``hoodie.memory.compaction.max.size`
 rest of its ``ExternalSpillableMap`` under ``hoodie.memory.spillable.map.path``. hts does the
 same job as an external merge by key, with the vectorized merge's semantics unchanged:
 
-1. The log blocks are decoded in order, a part at a time, and every entry (data row or delete
-   entry, with its processing sequence number) goes to one of N buckets by a hash of its key:
+1. The log blocks are decoded in order, a part at a time (the next part on a thread meanwhile),
+   and every entry (data row or delete entry, with its processing sequence number) goes to one of
+   N buckets by a hash of its key:
    data rows to the bucket's Arrow IPC spill file, delete entries (keys and ordering values,
    small) to memory.
 2. Each bucket is merged by :func:`~hoodie.merge.vectorized.merge_logs` on its own (a key lives in
