@@ -134,6 +134,9 @@ class BaseFileWriter:
         self._writer: pq.ParquetWriter | None = None
         #: Encode each row group on a thread while the caller prepares the next (one in flight).
         self.encode_ahead = False
+        #: Bytes of a column chunk's dictionary before it falls back to plain encoding; None: Arrow's
+        #: 1 MiB, Hudi's too (HoodieBaseParquetWriter: dictionary page size = hoodie.parquet.page.size).
+        self.dictionary_pagesize_limit: int | None = None
         self._encoder: ThreadPoolExecutor | None = None
         self._encoding: Future[None] | None = None
 
@@ -173,6 +176,7 @@ class BaseFileWriter:
                 compression=self.compression,
                 use_compliant_nested_type=True,
                 store_schema=False,
+                dictionary_pagesize_limit=self.dictionary_pagesize_limit,
             )
         return self._writer
 

@@ -4,8 +4,9 @@ Hudi bounds a compaction's log records with ``hoodie.memory.compaction.max.size`
 rest of its ``ExternalSpillableMap`` under ``hoodie.memory.spillable.map.path``. hts does the
 same job as an external merge by key, with the vectorized merge's semantics unchanged:
 
-1. The log blocks are decoded in order, a part at a time, and every entry (data row or delete
-   entry, with its processing sequence number) goes to one of N buckets by a hash of its key:
+1. The log blocks are decoded in order, a part at a time (the next part on a thread meanwhile),
+   and every entry (data row or delete entry, with its processing sequence number) goes to one of
+   N buckets by a hash of its key:
    data rows to the bucket's Arrow IPC spill file, delete entries (keys and ordering values,
    small) to memory.
 2. Each bucket is merged by :func:`~hoodie.merge.vectorized.merge_logs` on its own (a key lives in
@@ -36,7 +37,7 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -81,7 +82,12 @@ _WINNER_BATCH_ROWS = 8192
 SPILL_ROW_GROUP_ROWS = BASE_BATCH_ROWS
 #: Rows per batch of the base file in the base pass (two are held: one merged, one read ahead).
 SPILL_BATCH_ROWS = BASE_BATCH_ROWS // 2
+#: Arrow's (and Hudi's, ``hoodie.parquet.page.size``) dictionary page limit for a full row group,
+#: and the least a spilled slice's smaller row groups get.
+_DICTIONARY_BYTES = 1024 * 1024
+_MIN_DICTIONARY_BYTES = 64 * 1024
 _SEQ = "_hts_spill_seq"
+_T = TypeVar("_T")
 
 
 def iter_compacted_slice(
@@ -106,7 +112,14 @@ def iter_compacted_slice(
     # merging a bucket holds its rows and their winners while the base pass holds a row group.
     buckets = min(MAX_BUCKETS, max(1, math.ceil(log_bytes * IN_MEMORY_FACTOR / (budget.max_size / 8))))
     if writer is not None:
-        writer.row_group_rows = min(writer.row_group_rows, SPILL_ROW_GROUP_ROWS)
+        in_memory_rows = writer.row_group_rows
+        writer.row_group_rows = min(in_memory_rows, SPILL_ROW_GROUP_ROWS)
+        # The dictionary limit shrinks with the row group: each row group tries the same share of
+        # its values as dictionary entries as the in-memory path's does (a high-cardinality column
+        # fills the dictionary, then falls back to plain), not 4x the share at 4x the encoding cost.
+        writer.dictionary_pagesize_limit = max(
+            _MIN_DICTIONARY_BYTES, _DICTIONARY_BYTES * writer.row_group_rows // in_memory_rows
+        )
         writer.encode_ahead = True  # Parquet encoding (GIL released) overlaps the merge
     yield from iter_spilled_slice(fileio, base_path, file_slice, opts, budget, buckets)
 
@@ -240,42 +253,50 @@ def _entries(
         yield decode_data_block(block, opts.schema, on_read=opts.on_read)
 
 
+def _parts(
+    blocks: list[LogBlock], opts: SliceReadOptions, lazy: LazyLogs | None
+) -> Iterator[pa.Table | DeleteEntries]:
+    """The entries of ``blocks`` in processing order, each block released once decoded."""
+    while blocks:
+        block = blocks.pop(0)  # released as we go: memory holds one log file's bytes at most
+        yield from _entries(block, opts, lazy)
+        del block
+
+
 def _spill_logs(
     blocks: list[LogBlock], opts: SliceReadOptions, buckets: list[_Bucket], lazy: LazyLogs | None
 ) -> int:
     """Pass 1: every log entry to its key's bucket, with its processing sequence number."""
     key = opts.key_field
     seq = 0
-    while blocks:
-        block = blocks.pop(0)  # released as we go: memory holds one log file's bytes at most
-        for part in _entries(block, opts, lazy):
-            n = len(part) if isinstance(part, DeleteEntries) else part.num_rows
-            if n == 0:
-                continue
-            seqs = np.arange(seq, seq + n, dtype=np.int64)
-            seq += n
-            keys = part.keys if isinstance(part, DeleteEntries) else part[key].combine_chunks()
-            where = bucket_of(keys, len(buckets))
-            # One stable gather groups the part by bucket (each bucket's rows keep their order).
-            order = np.argsort(where, kind="stable")
-            bounds = np.searchsorted(where[order], np.arange(len(buckets) + 1))
-            if isinstance(part, DeleteEntries):
-                for b in range(len(buckets)):
-                    rows = order[bounds[b] : bounds[b + 1]]
-                    if len(rows):
-                        picked = DeleteEntries(
-                            part.keys.take(pa.array(rows)),
-                            [part.ordering_values[j] for j in rows.tolist()],
-                            [part.ordering_classes[j] for j in rows.tolist()],
-                        )
-                        buckets[b].add_deletes(picked, seqs[rows])
-                continue
-            grouped = part.append_column(_SEQ, pa.array(seqs)).take(pa.array(order))
-            del part
+    # The next part is read and decoded on a thread while this one is bucketed and written.
+    for part in _read_ahead(_parts(blocks, opts, lazy)):
+        n = len(part) if isinstance(part, DeleteEntries) else part.num_rows
+        if n == 0:
+            continue
+        seqs = np.arange(seq, seq + n, dtype=np.int64)
+        seq += n
+        keys = part.keys if isinstance(part, DeleteEntries) else part[key].combine_chunks()
+        where = bucket_of(keys, len(buckets))
+        # One stable gather groups the part by bucket (each bucket's rows keep their order).
+        order = np.argsort(where, kind="stable")
+        bounds = np.searchsorted(where[order], np.arange(len(buckets) + 1))
+        if isinstance(part, DeleteEntries):
             for b in range(len(buckets)):
-                if bounds[b + 1] > bounds[b]:
-                    buckets[b].add_data(grouped.slice(int(bounds[b]), int(bounds[b + 1] - bounds[b])))
-        del block
+                rows = order[bounds[b] : bounds[b + 1]]
+                if len(rows):
+                    picked = DeleteEntries(
+                        part.keys.take(pa.array(rows)),
+                        [part.ordering_values[j] for j in rows.tolist()],
+                        [part.ordering_classes[j] for j in rows.tolist()],
+                    )
+                    buckets[b].add_deletes(picked, seqs[rows])
+            continue
+        grouped = part.append_column(_SEQ, pa.array(seqs)).take(pa.array(order))
+        del part
+        for b in range(len(buckets)):
+            if bounds[b + 1] > bounds[b]:
+                buckets[b].add_data(grouped.slice(int(bounds[b]), int(bounds[b + 1] - bounds[b])))
     for bucket in buckets:
         bucket.close()
     return seq
@@ -399,13 +420,13 @@ def _emit(settled: _Settled, emit: npt.NDArray[np.bool_], winners: list[Path | N
                 cursor.file.close()
 
 
-def _read_ahead(batches: Iterator[pa.Table]) -> Iterator[pa.Table]:
-    """``batches``, the next one decoded on a thread while the caller merges and writes this one
-    (Parquet decoding releases the GIL: the base pass uses both cores; memory holds one batch more)."""
+def _read_ahead(batches: Iterator[_T]) -> Iterator[_T]:
+    """``batches``, the next one decoded on a thread while the caller works on this one (Parquet
+    and the vectorized Avro decoder release the GIL: both cores work; memory holds one batch more)."""
     # The thread runs in this context, so the files it opens count for this run (hoodie.io.requests).
     context = contextvars.copy_context()
 
-    def step() -> pa.Table | None:
+    def step() -> _T | None:
         return next(batches, None)
 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="hts-spill-read") as reader:
