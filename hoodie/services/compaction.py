@@ -280,24 +280,26 @@ def plan_compaction(
             f"{table.base_path} is {table.config.table_type.value}: only MERGE_ON_READ tables compact"
         )
     tl = timeline or table.reload()
-    view = planning_view(table, tl)
-    incremental = incremental_enabled(policy.incremental, table.table_version)
-    partitions = compaction_partitions(table, tl, incremental)
-    if partitions is None:
-        partitions = view.partitions()
-    if not partitions:
-        return None
-    busy = set(table.pending_compaction_operations(tl)) | set(table.pending_clustering_file_groups(tl))
-    ops: list[CompactionOperation] = []
-    # Chosen over the whole listing as arrays: objects only for live groups with log files.
-    index = view.file_index(partitions)
-    with paused_gc():  # thousands of operations: no heap walks while they are built
+    # The listing, its index and thousands of operations (objects without cycles): no heap walks
+    # while they are built.
+    with paused_gc():
+        view = planning_view(table, tl)
+        incremental = incremental_enabled(policy.incremental, table.table_version)
+        partitions = compaction_partitions(table, tl, incremental)
+        if partitions is None:
+            partitions = view.partitions()
+        if not partitions:
+            return None
+        busy = set(table.pending_compaction_operations(tl)) | set(table.pending_clustering_file_groups(tl))
+        ops: list[CompactionOperation] = []
+        # Chosen over the whole listing as arrays: objects only for live groups with log files.
+        index = view.file_index(partitions)
         for latest in view.latest_slice_files(index, view.with_log_files(index, exclude=busy)):
             if latest.log_file_names:
                 ops.append(operation_of(latest))
-    chosen = _select(ops, policy)
-    missing = _left_out(ops, chosen, policy) if incremental else None
-    return compaction_plan(chosen, missing_schedule_partitions=missing)
+        chosen = _select(ops, policy)
+        missing = _left_out(ops, chosen, policy) if incremental else None
+        return compaction_plan(chosen, missing_schedule_partitions=missing)
 
 
 def schedule_compaction(
