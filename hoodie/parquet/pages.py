@@ -56,33 +56,32 @@ class TranscodedChunk:
     uncompressed_size: int
 
 
+def _lz4_length(block: bytes | memoryview, pos: int, length: int) -> tuple[int, int]:
+    """An LZ4 sequence's literal or match length from its 4-bit nibble: 15 continues in the bytes at
+    ``pos`` (each added, until one is not 255). The length and where the sequence goes on."""
+    if length == 15:
+        while True:
+            extra = block[pos]
+            pos += 1
+            length += extra
+            if extra != 255:
+                break
+    return length, pos
+
+
 def lz4_block_length(block: bytes | memoryview) -> int:
     """How many bytes an LZ4 block decompresses to (walking its sequences, not decoding them)."""
     pos, out, end = 0, 0, len(block)
     while pos < end:
         token = block[pos]
         pos += 1
-        literals = token >> 4
-        if literals == 15:
-            while True:
-                extra = block[pos]
-                pos += 1
-                literals += extra
-                if extra != 255:
-                    break
+        literals, pos = _lz4_length(block, pos, token >> 4)
         pos += literals
         out += literals
         if pos >= end:
             break  # the last sequence has literals only
         pos += 2  # match offset
-        match = token & 15
-        if match == 15:
-            while True:
-                extra = block[pos]
-                pos += 1
-                match += extra
-                if extra != 255:
-                    break
+        match, pos = _lz4_length(block, pos, token & 15)
         out += match + 4
     if pos != end:
         raise CorruptFileError("an LZ4 block runs past its frame")
