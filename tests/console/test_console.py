@@ -32,7 +32,6 @@ from tests.console.browser import (
     Daemon,
     accessible,
     axe_violations,
-    chromium,
     fleet_rows,
     page,
     sign_in,
@@ -72,12 +71,6 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
         yield daemon
     finally:
         serve.stop()
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebDriver]:
-    with chromium(tmp_path_factory.mktemp("chromium-profile")) as driver:
-        yield driver
 
 
 def test_the_fleet_page_shows_what_the_api_says(daemon: Daemon, browser: WebDriver, tmp_path: Path) -> None:

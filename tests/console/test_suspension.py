@@ -28,7 +28,6 @@ from tests.console.browser import (
     TOKENS,
     Daemon,
     accessible,
-    chromium,
     fleet_rows,
     page,
     sign_in,
@@ -76,12 +75,6 @@ def failing(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Failing]:
         yield Failing(daemon, flaky, instant, log_file, kept)
     finally:
         serve.stop()
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebDriver]:
-    with chromium(tmp_path_factory.mktemp("chromium-profile")) as driver:
-        yield driver
 
 
 def _scores_as_listed(driver: WebDriver, daemon: Daemon) -> list[dict[str, Any]]:
