@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from selenium.common.exceptions import TimeoutException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
@@ -78,16 +79,31 @@ def failing(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Failing]:
 
 
 def _scores_as_listed(driver: WebDriver, daemon: Daemon) -> list[dict[str, Any]]:
-    """The fleet page shows each table's health score and worst reason as GET /v1/tables gives them."""
-    page(driver, daemon.url + "/#/", "Fleet")
-    listed: list[dict[str, Any]] = daemon.get("/v1/tables")
-    shown = fleet_rows(driver)
-    assert [c["Table"] for c in shown] == [t["id"] for t in listed]
-    for cells, table in zip(shown, listed, strict=True):
-        score, *why = cells["Health score"].split("\n")
-        assert score == str(table["health_score"]), table["id"]
-        worst = table["health_reasons"][0]["message"][:100] if table["health_reasons"] else None
-        assert (why[0][:100] if why else None) == worst and table["error"] is None, table["id"]
+    """The fleet page shows each table's health score and worst reason as GET /v1/tables gives them.
+
+    Scores follow the watcher's looks (a dead attempt's heartbeat stays a reason until the next look
+    sees its instant completed), so one may change between the page's fetch and this one: the page
+    is loaded again until both show the same state (a page that stays wrong fails).
+    """
+    seen: list[Any] = []
+
+    def agree(d: WebDriver) -> list[dict[str, Any]] | None:
+        if seen:  # the same URL again only scrolls: load the page anew
+            d.refresh()
+        page(d, daemon.url + "/#/", "Fleet")
+        listed: list[dict[str, Any]] = daemon.get("/v1/tables")
+        shown = [(c["Table"], *c["Health score"].split("\n")) for c in fleet_rows(d)]
+        got = [(name, score, why[0][:100] if why else None) for name, score, *why in shown]
+        worst = [t["health_reasons"][0]["message"][:100] if t["health_reasons"] else None for t in listed]
+        want = [(t["id"], str(t["health_score"]), w) for t, w in zip(listed, worst, strict=True)]
+        seen[:] = [got, want]
+        return listed if got == want else None
+
+    try:
+        listed = wait(driver, agree, "the fleet page to show the scores GET /v1/tables gives")
+    except TimeoutException:
+        raise AssertionError(f"page (table, score, worst reason) vs API: {seen}") from None
+    assert all(t["error"] is None for t in listed), listed
     return listed
 
 
