@@ -55,6 +55,7 @@ from hoodie.write.input import PreparedInput, dedupe, prepare_input
 from hoodie.write.markers import WriteMarkers
 from hoodie.write.options import BulkInsertSortMode, WriteOperation, WriteOptions
 from hoodie.write.partitioner import WritePartitioner
+from hoodie.write.stored_keys import check_stored_keys
 
 log = logging.getLogger(__name__)
 
@@ -143,6 +144,7 @@ class HoodieWriter:
         merge = resolve_merge_config(table.config, self.write_props)
         spec = spec_for(merge)
         keygen = key_generator_from_properties({**table.config.props, **self.write_props})
+        check_stored_keys(table, view, keygen, schema_json, operation.value, on_read=on_read)
         prepared = prepare_input(
             data, schema_json, keygen, spec, keys_only=operation is WriteOperation.DELETE
         )

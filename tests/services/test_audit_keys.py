@@ -5,7 +5,9 @@ refuses naming the shape, every file unchanged.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import re
 from pathlib import Path
 
 import pyarrow as pa
@@ -15,10 +17,12 @@ import pytest
 from hoodie.config.table_config import TableType, TableVersion
 from hoodie.file_group.log_block import BlockType, encode_block
 from hoodie.file_group.log_reader import read_blocks
+from hoodie.keygen import KeyGeneratorType
 from hoodie.read.reader import TableReader
 from hoodie.read.slice_reader import decode_data_block
 from hoodie.schema.avro_arrow import avro_to_arrow_schema, encode_avro_block_content
 from hoodie.table import HoodieTable
+from hoodie.write.create import create_table
 from hoodie.write.writer import HoodieWriter
 from service.cli import main
 from tests.conftest import hudi_rs_rows
@@ -145,3 +149,168 @@ def test_virtual_keys_read_as_hudi_and_rewrites_are_refused(
     for service in ("clean", "archival"):
         assert main(["run", service, str(path), "--spark-master", "in-process"]) == 0, capsys.readouterr().err
     assert _read(path) == model
+
+
+# -- keys the table stores that hts's key generator would not make ----------------------------------
+
+NEW_ENCODING = "hoodie.write.complex.keygen.new.encoding=true"
+
+
+def _ids_read(path: Path) -> dict[str, int]:
+    data = TableReader(HoodieTable.open(str(path))).snapshot()
+    out = {r["id"]: r["ts"] for r in data.to_pylist()}
+    assert len(out) == data.num_rows, "a key read twice"
+    return out
+
+
+def test_single_field_complex_keys_of_hudi_0_15_are_refused_unless_declared(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Hudi 0.14.1, 0.15 and 1.0.0-1.0.2 store a one-field complex key bare (HUDI-7001), and a
+    version-6 table does not record it (``hoodie.table.complex.keygen.encoding`` is 1.1's): hts's
+    default, ``field:value``, would have upserted every key as a second record. Refused naming the
+    stored key, nothing written; declared with Hudi's ``hoodie.write.complex.keygen.new.encoding``,
+    the upsert updates the stored records (ours and hudi-rs's reads)."""
+    path = tmp_path / "t"
+    table = new_table(
+        path,
+        table_type=TableType.COPY_ON_WRITE,
+        version=TableVersion.SIX,
+        metadata_table=False,
+        key_generator=KeyGeneratorType.COMPLEX,
+    )
+    HoodieWriter(table, write_props=dict([NEW_ENCODING.split("=")])).insert(rows(range(6), 1))
+    stored = pq.read_table(next(path.rglob("*.parquet")), columns=["_hoodie_record_key"]).column(0)[0].as_py()
+    assert stored.startswith("k")  # bare, as Hudi 0.15 stores it
+    data = tmp_path / "in.parquet"
+    pq.write_table(rows([0, 4], 2), data)
+    before = table_hash(path)
+    assert main(["write", str(path), "--input", str(data), "--operation", "upsert"]) != 0
+    err = capsys.readouterr().err
+    named = re.search(
+        r"_hoodie_record_key='(k\d)' in \S+\.parquet \(hts's key generator makes 'id:(k\d)'\)", err
+    )
+    assert "unsupported key generator table" in err and named and named[1] == named[2], err
+    assert "write (upsert) is refused" in err, err
+    assert table_hash(path) == before
+    argv = ["write", str(path), "--input", str(data), "--operation", "upsert", "--option", NEW_ENCODING]
+    assert main(argv) == 0, capsys.readouterr().err
+    model = {f"k{i}": 2 if i in (0, 4) else 1 for i in range(6)}
+    assert _ids_read(path) == model
+    assert {r.split("'ts': ")[1].split(",")[0] for r in hudi_rs_rows(path, drop=META_FIELDS)} == {"1", "2"}
+    assert len(hudi_rs_rows(path)) == len(model)
+
+
+def _as_spark_sql_timestamp_partitions(path: Path) -> dict[str, str]:
+    """Rename each partition of a table partitioned by a timestamp column as Spark SQL's
+    ``SqlKeyGenerator.convertPartitionPathToSqlType`` writes it: the escaped ``yyyy-MM-dd HH:mm:ss``
+    of the value (JVM zone UTC), not the epoch micros the Avro key generators make. Version 6: the
+    timeline's JSON names partitions as text. Returns old -> new partition path."""
+    renames = {}
+    for part in [p for p in path.iterdir() if p.is_dir() and not p.name.startswith(".")]:
+        when = dt.datetime.fromtimestamp(int(part.name) / 1e6, dt.UTC)
+        renames[part.name] = when.strftime("%Y-%m-%d %H:%M:%S").replace(":", "%3A")
+    for f in path.rglob("*"):
+        if f.is_file() and ".hoodie" in f.relative_to(path).parts:
+            text = f.read_bytes()
+            for old, new in renames.items():
+                text = text.replace(old.encode(), new.encode())
+            f.write_bytes(text)
+    for old, new in renames.items():
+        for base in (path / old).glob("*.parquet"):
+            data = pq.read_table(base)
+            i = data.schema.get_field_index("_hoodie_partition_path")
+            value = pa.array([new] * data.num_rows, pa.string())
+            data = data.set_column(i, data.schema.field(i), value)
+            pq.write_table(data.replace_schema_metadata(pq.read_table(base).schema.metadata), base)
+        (path / old).rename(path / new)
+    return renames
+
+
+def test_spark_sql_timestamp_partitions_are_refused_for_writes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A table Spark SQL filled, partitioned by a TIMESTAMP column, stores its partitions as formatted
+    times; its hoodie.properties says SIMPLE like a datasource-written one, whose partitions are epoch
+    micros (what hts makes). hts's writes would have started second partitions for the same keys:
+    refused naming the stored partition path, every file unchanged; reads and hudi-rs agree."""
+    schema = pa.schema(
+        [("id", pa.string()), ("ts", pa.int64()), ("v", pa.string()), ("p", pa.timestamp("us", "UTC"))]
+    )
+    path = tmp_path / "t"
+    table = new_table(
+        path,
+        table_type=TableType.COPY_ON_WRITE,
+        version=TableVersion.SIX,
+        schema=schema,
+        metadata_table=False,
+    )
+    when = [dt.datetime(2024, 1, 15, 10, 30, tzinfo=dt.UTC), dt.datetime(2024, 1, 16, tzinfo=dt.UTC)]
+    batch = pa.Table.from_pylist(
+        [{"id": f"k{i}", "ts": 1, "v": f"v{i}", "p": when[i % 2]} for i in range(4)], schema=schema
+    )
+    HoodieWriter(table).insert(batch)
+    renames = _as_spark_sql_timestamp_partitions(path)
+    assert sorted(renames.values()) == ["2024-01-15 10%3A30%3A00", "2024-01-16 00%3A00%3A00"]
+    assert _ids_read(path) == {f"k{i}": 1 for i in range(4)}
+    assert len(hudi_rs_rows(path)) == 4
+    data = tmp_path / "in.parquet"
+    pq.write_table(batch.slice(0, 1), data)
+    for op in ("upsert", "insert", "delete"):
+        before = table_hash(path)
+        assert main(["write", str(path), "--input", str(data), "--operation", op]) != 0
+        err = capsys.readouterr().err
+        assert "_hoodie_partition_path='2024-01-1" in err and f"write ({op}) is refused" in err, err
+        assert table_hash(path) == before
+
+
+def test_version_6_custom_key_generator_takes_its_types_from_the_writer_option(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Hudi 0.14/0.15 record a CUSTOM table's partition fields without their types
+    (``hoodie.table.partition.fields=region,ev``); writers pass ``region:SIMPLE,ev:TIMESTAMP`` as
+    ``hoodie.datasource.write.partitionpath.field`` (CustomAvroKeyGenerator). Without it a write is
+    refused naming the fields, nothing written; with it the write goes through (it was refused even
+    then) and lands where Hudi puts it: ``eu/2023/11/15`` for 1700000000000 ms in GMT+8."""
+    schema = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("region", pa.string()), ("ev", pa.int64())])
+    path = tmp_path / "t"
+    timestamp = {
+        "hoodie.keygen.timebased.timestamp.type": "EPOCHMILLISECONDS",
+        "hoodie.keygen.timebased.output.dateformat": "yyyy/MM/dd",
+        "hoodie.keygen.timebased.output.timezone": "GMT+8:00",
+    }
+    create_table(
+        str(path),
+        table_name="t",
+        table_type=TableType.MERGE_ON_READ,
+        schema=schema,
+        record_key_fields=["id"],
+        partition_fields=["region", "ev"],
+        ordering_fields=["ts"],
+        table_version=TableVersion.SIX,
+        metadata_table=False,
+    )
+    # as Hudi 0.15 leaves hoodie.properties (HoodieTableConfig: class, names only, timestamp options)
+    _write_props(
+        path, {"hoodie.table.keygenerator.class": "org.apache.hudi.keygen.CustomKeyGenerator", **timestamp}
+    )
+    option = "hoodie.datasource.write.partitionpath.field=region:SIMPLE,ev:TIMESTAMP"
+    data = tmp_path / "in.parquet"
+    for ts in (1, 2):
+        pq.write_table(
+            pa.Table.from_pylist([{"id": "a", "ts": ts, "region": "eu", "ev": 1700000000000}], schema), data
+        )
+        before = table_hash(path)
+        assert main(["write", str(path), "--input", str(data), "--operation", "upsert"]) != 0
+        err = capsys.readouterr().err
+        assert "unsupported key generator table" in err and "['region', 'ev']" in err, err
+        assert table_hash(path) == before
+        argv = ["write", str(path), "--input", str(data), "--operation", "upsert", "--option", option]
+        assert main(argv) == 0, capsys.readouterr().err
+    read = TableReader(HoodieTable.open(str(path))).snapshot().to_pylist()
+    assert [(r["_hoodie_partition_path"], r["id"], r["ts"]) for r in read] == [("eu/2023/11/15", "a", 2)]
+    assert (path / "eu" / "2023" / "11" / "15").is_dir()
+    assert main(["run", "compaction", str(path), "--spark-master", "in-process"]) == 0, (
+        capsys.readouterr().err
+    )
+    assert [r["ts"] for r in TableReader(HoodieTable.open(str(path))).snapshot().to_pylist()] == [2]
