@@ -18,6 +18,7 @@ from hoodie.config.table_config import TableType, TableVersion
 from hoodie.file_group.log_block import BlockType, encode_block
 from hoodie.file_group.log_reader import read_blocks
 from hoodie.keygen import KeyGeneratorType
+from hoodie.metadata.table import MetadataTable
 from hoodie.read.reader import TableReader
 from hoodie.read.slice_reader import decode_data_block
 from hoodie.schema.avro_arrow import avro_to_arrow_schema, encode_avro_block_content
@@ -314,3 +315,20 @@ def test_version_6_custom_key_generator_takes_its_types_from_the_writer_option(
         capsys.readouterr().err
     )
     assert [r["ts"] for r in TableReader(HoodieTable.open(str(path))).snapshot().to_pylist()] == [2]
+
+
+def test_record_index_of_a_virtual_keys_table_holds_its_live_keys(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Building the record index merges each latest slice; on a MERGE_ON_READ table without meta
+    fields its rows are keyed by their record key fields as Hudi's reader keys them (the build failed
+    with a KeyError on ``_hoodie_record_key``). The index then holds the live keys in their partitions."""
+    path = tmp_path / "t"
+    model = _model_and_table(path, TableType.MERGE_ON_READ, ["id"])
+    argv = ["run", "indexing", str(path), "--option", "hoodie.metadata.record.index.enable=true"]
+    assert main([*argv, "--spark-master", "in-process"]) == 0, capsys.readouterr().err
+    table = HoodieTable.open(str(path))
+    index = MetadataTable.open(table, table.reload()).read_partition("record_index")
+    got = {key: p["recordIndexMetadata"]["partitionName"] for key, p in index.items()}
+    assert got == {k: f"p{int(k[1:]) % 3}" for k in model}
+    assert _read(path) == model
