@@ -9,8 +9,9 @@ anything is written, the writer rebuilds the keys of stored rows and refuses the
 row and the file, when they differ.
 
 The rows checked are the first ones of the smallest base file among the latest file slices (cheap,
-and written by whoever wrote the table). A segment stored as ``default`` (writers before Hudi 0.12)
-is the null-value segment that Hudi's writers now write as ``__HIVE_DEFAULT_PARTITION__``.
+and written by whoever wrote the table), or of the smallest log-only slice when there is no base
+file. A segment stored as ``default`` (writers before Hudi 0.12) is the null-value segment that
+Hudi's writers now write as ``__HIVE_DEFAULT_PARTITION__``.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from hoodie.keygen.partition_path import (
     HIVE_STYLE_SEPARATOR,
     PARTITION_PATH_SEPARATOR,
 )
+from hoodie.read.reader import TableReader
 from hoodie.read.slice_reader import iter_parquet
 from hoodie.schema.avro_arrow import add_meta_fields, avro_to_arrow_schema
 from hoodie.schema.internal_schema import SchemaOnRead
@@ -58,20 +60,11 @@ def check_stored_keys(
     on_read: SchemaOnRead | None = None,
 ) -> None:
     """Raise :class:`UnsupportedShapeError` (before anything is written) when ``keygen`` does not
-    rebuild the meta keys of the first stored rows of the table's smallest latest base file."""
+    rebuild the meta keys of the first stored rows of the table's smallest latest file slice."""
     if not table.config.populate_meta_fields:
         return  # no stored keys to compare (writes to such tables are refused by their shape)
-    slices = [s for s in view.latest_file_slices() if s.base_file is not None]
-    if not slices:
-        return
-    witness = min(slices, key=lambda s: (s.base_file.size if s.base_file else 0, s.partition_path, s.file_id))
-    path = witness.base_file_path(table.base_path)
-    assert path is not None
-    full = avro_to_arrow_schema(add_meta_fields(dict(schema_json)))
-    wanted = {RECORD_KEY, PARTITION_PATH, *_top_level((*keygen.record_key_fields, *keygen.partition_fields))}
-    schema = pa.schema([f for f in full if f.name in wanted])
-    rows = next(iter_parquet(table.fileio, path, schema, WITNESS_ROWS, on_read=on_read), None)
-    if rows is None or rows.num_rows == 0:
+    rows, path = _witness_rows(table, view, keygen, schema_json, on_read)
+    if rows is None or RECORD_KEY not in rows.column_names:
         return
     rows = rows.slice(0, WITNESS_ROWS)
     stored = rows.filter(pc.is_valid(rows[RECORD_KEY]))
@@ -106,6 +99,35 @@ def check_stored_keys(
         raise UnsupportedShapeError(
             where, Shape.KEY_GENERATOR.value, evidence, f"write ({operation})", STORED_KEYS_REASON
         )
+
+
+def _witness_rows(
+    table: HoodieTable,
+    view: FileSystemView,
+    keygen: KeyGenerator,
+    schema_json: Mapping[str, Any],
+    on_read: SchemaOnRead | None,
+) -> tuple[pa.Table | None, str]:
+    """The first stored rows of the smallest latest base file; without base files (a MERGE_ON_READ
+    table whose inserts went to log files, as Flink's writers put them), the merged rows of the
+    smallest log-only slice. ``None`` when the table stores no rows yet."""
+    slices = [s for s in view.latest_file_slices() if not s.is_empty]
+    with_base = [s for s in slices if s.base_file is not None]
+    if with_base:
+        witness = min(with_base, key=lambda s: (s.total_size, s.partition_path, s.file_id))
+        path = witness.base_file_path(table.base_path)
+        assert path is not None
+        full = avro_to_arrow_schema(add_meta_fields(dict(schema_json)))
+        fields = (*keygen.record_key_fields, *keygen.partition_fields)
+        wanted = {RECORD_KEY, PARTITION_PATH, *_top_level(fields)}
+        schema = pa.schema([f for f in full if f.name in wanted])
+        rows = next(iter_parquet(table.fileio, path, schema, WITNESS_ROWS, on_read=on_read), None)
+        return rows, path
+    if not slices:
+        return None, ""
+    witness = min(slices, key=lambda s: (s.total_size, s.partition_path, s.file_id))
+    rows = TableReader(table).read_file_slices([witness])
+    return rows, witness.log_file_paths(table.base_path)[0]
 
 
 def _top_level(fields: Sequence[str]) -> list[str]:

@@ -332,3 +332,38 @@ def test_record_index_of_a_virtual_keys_table_holds_its_live_keys(
     got = {key: p["recordIndexMetadata"]["partitionName"] for key, p in index.items()}
     assert got == {k: f"p{int(k[1:]) % 3}" for k in model}
     assert _read(path) == model
+
+
+def test_stored_keys_of_log_only_file_groups_are_checked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A MERGE_ON_READ table whose inserts went to log files (Flink's NBCC bucket writers start every
+    file group so) has no base file to take stored keys from: they come from its smallest log-only
+    slice. Bare one-field complex keys there (Hudi 0.15 / 1.0 writers) refuse an upsert that would
+    write ``id:<value>``, nothing written; declared, the upsert updates them."""
+    path = tmp_path / "t"
+    table = new_table(
+        path, version=TableVersion.EIGHT, metadata_table=False, key_generator=KeyGeneratorType.COMPLEX
+    )
+    bucket = {
+        "hoodie.index.type": "BUCKET",
+        "hoodie.bucket.index.num.buckets": "2",
+        "hoodie.write.concurrency.mode": "NON_BLOCKING_CONCURRENCY_CONTROL",
+    }
+    HoodieWriter(table, write_props={**bucket, **dict([NEW_ENCODING.split("=")])}).insert(rows(range(6), 1))
+    assert not list(path.rglob("*.parquet")) and list(path.rglob(".*.log.*"))
+    data = tmp_path / "in.parquet"
+    pq.write_table(rows([0, 4], 2), data)
+    argv = ["write", str(path), "--input", str(data), "--operation", "upsert"]
+    for key, value in bucket.items():
+        argv += ["--option", f"{key}={value}"]
+    before = table_hash(path)
+    assert main(argv) != 0
+    err = capsys.readouterr().err
+    named = re.search(
+        r"_hoodie_record_key='(k\d)' in \S+\.log\.\S+ \(hts's key generator makes 'id:(k\d)'", err
+    )
+    assert "unsupported key generator table" in err and named and named[1] == named[2], err
+    assert table_hash(path) == before
+    assert main([*argv, "--option", NEW_ENCODING]) == 0, capsys.readouterr().err
+    assert _ids_read(path) == {f"k{i}": 2 if i in (0, 4) else 1 for i in range(6)}
