@@ -8,9 +8,10 @@ put updates into new records in other partitions: duplicates that no reader can 
 anything is written, the writer rebuilds the keys of stored rows and refuses the write, naming the
 row and the file, when they differ.
 
-The rows checked are the first ones of the smallest base file among the latest file slices (cheap,
-and written by whoever wrote the table), or of the smallest log-only slice when there is no base
-file. A segment stored as ``default`` (writers before Hudi 0.12) is the null-value segment that
+The rows checked are the first ones of the smallest base file among the latest file slices of the
+partitions written to (or, when they hold none, of the table's first partition that holds any):
+cheap, and written by whoever wrote the table; or of the smallest log-only slice when there is no
+base file. A segment stored as ``default`` (writers before Hudi 0.12) is the null-value segment that
 Hudi's writers now write as ``__HIVE_DEFAULT_PARTITION__``.
 """
 
@@ -42,6 +43,8 @@ RECORD_KEY = "_hoodie_record_key"
 PARTITION_PATH = "_hoodie_partition_path"
 WITNESS_ROWS = 256
 """How many stored rows (at most) are rebuilt before a write."""
+WITNESS_PARTITIONS = 16
+"""How many partitions (at most) are looked into for stored rows when the write's own hold none."""
 
 STORED_KEYS_REASON = (
     "Hudi's writers find the stored version of a record by the record key and partition path their key "
@@ -56,14 +59,15 @@ def check_stored_keys(
     keygen: KeyGenerator,
     schema_json: Mapping[str, Any],
     operation: str,
+    written: Sequence[str],
     *,
     on_read: SchemaOnRead | None = None,
 ) -> None:
     """Raise :class:`UnsupportedShapeError` (before anything is written) when ``keygen`` does not
-    rebuild the meta keys of the first stored rows of the table's smallest latest file slice."""
+    rebuild the meta keys of stored rows (``written``: the partitions the write goes to)."""
     if not table.config.populate_meta_fields:
         return  # no stored keys to compare (writes to such tables are refused by their shape)
-    rows, path = _witness_rows(table, view, keygen, schema_json, on_read)
+    rows, path = _witness_rows(table, view, keygen, schema_json, written, on_read)
     if rows is None or RECORD_KEY not in rows.column_names:
         return
     rows = rows.slice(0, WITNESS_ROWS)
@@ -106,12 +110,21 @@ def _witness_rows(
     view: FileSystemView,
     keygen: KeyGenerator,
     schema_json: Mapping[str, Any],
+    written: Sequence[str],
     on_read: SchemaOnRead | None,
 ) -> tuple[pa.Table | None, str]:
-    """The first stored rows of the smallest latest base file; without base files (a MERGE_ON_READ
-    table whose inserts went to log files, as Flink's writers put them), the merged rows of the
-    smallest log-only slice. ``None`` when the table stores no rows yet."""
-    slices = [s for s in view.latest_file_slices() if not s.is_empty]
+    """The first stored rows of the smallest latest base file of the partitions the write goes to
+    (else of the first partitions that hold any); without base files (a MERGE_ON_READ table whose
+    inserts went to log files, as Flink's writers put them), the merged rows of the smallest log-only
+    slice. ``None`` when the table stores no rows yet. Only partitions the write lists anyway are
+    listed (the write's partitioner lists the table's partitions)."""
+    existing = view.partitions()
+    touched = sorted(set(written) & set(existing))
+    slices = [s for s in view.latest_file_slices(touched) if not s.is_empty]
+    for partition in existing[:WITNESS_PARTITIONS] if not slices else ():
+        slices = [s for s in view.latest_file_slices([partition]) if not s.is_empty]
+        if slices:
+            break
     with_base = [s for s in slices if s.base_file is not None]
     if with_base:
         witness = min(with_base, key=lambda s: (s.total_size, s.partition_path, s.file_id))

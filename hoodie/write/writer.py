@@ -144,7 +144,6 @@ class HoodieWriter:
         merge = resolve_merge_config(table.config, self.write_props)
         spec = spec_for(merge)
         keygen = key_generator_from_properties({**table.config.props, **self.write_props})
-        check_stored_keys(table, view, keygen, schema_json, operation.value, on_read=on_read)
         prepared = prepare_input(
             data, schema_json, keygen, spec, keys_only=operation is WriteOperation.DELETE
         )
@@ -154,6 +153,8 @@ class HoodieWriter:
         }.get(operation, self.options.combine_before_insert)
         if combine:
             prepared = dedupe(prepared, merge, spec)
+        partitions = prepared.partition_values()
+        check_stored_keys(table, view, keygen, schema_json, operation.value, partitions, on_read=on_read)
 
         partitioner = WritePartitioner(table, self.options, self.write_props)
         buckets, replaced = partitioner.plan(prepared, operation, view, timeline)

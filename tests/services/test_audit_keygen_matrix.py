@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,15 @@ STRINGS = pa.schema(
 )
 EVENTS = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("region", pa.string()), ("ev", pa.int64())])
 DATES = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("when", pa.string())])
+NESTED = pa.schema(
+    [
+        ("k", pa.struct([("x", pa.decimal128(10, 8)), ("y", pa.string())])),
+        ("t", pa.timestamp("us", tz="UTC")),
+        ("ts", pa.int64()),
+        ("r", pa.string()),
+    ]
+)
+NEW_YEAR = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)  # timestamp-micros 1704067200000000
 INTS = pa.schema([("id", pa.int64()), ("ts", pa.int64()), ("v", pa.string()), ("p", pa.int32())])
 EPOCH_GMT8 = {
     "hoodie.keygen.timebased.timestamp.type": "EPOCHMILLISECONDS",
@@ -106,6 +116,25 @@ CASES = [
         ],
         {"a:x": ("eu/west", 2)},  # 0.14.0's field-prefixed encoding, a path of two levels
         props={"hoodie.table.keygenerator.class": "org.apache.hudi.keygen.ComplexKeyGenerator"},
+    ),
+    Case(
+        "complex_nested_decimal_and_timestamp",
+        NESTED,
+        ["k", "t"],
+        ["r"],
+        [
+            (
+                "insert",
+                [
+                    {"k": {"x": Decimal("0.00000010"), "y": "q"}, "t": NEW_YEAR, "ts": 1, "r": "a"},
+                    {"k": {"x": Decimal("12.5"), "y": "q"}, "t": None, "ts": 1, "r": "a"},
+                ],
+            ),
+            ("upsert", [{"k": {"x": Decimal("12.5"), "y": "q"}, "t": None, "ts": 2, "r": "a"}]),
+        ],
+        # BigDecimal.toString (scientific below 10^-6), the raw timestamp-micros long, __null__
+        {"k.x:1.0E-7,t:1704067200000000": ("a", 1), "k.x:12.50000000,t:__null__": ("a", 2)},
+        props={"hoodie.table.recordkey.fields": "k.x,t"},
     ),
     Case(
         "nonpartitioned_two_fields",
