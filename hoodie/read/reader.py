@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hoodie.errors import SchemaError
+from hoodie.config.table_config import TableKeys
+from hoodie.errors import SchemaError, UnsupportedShapeError
 from hoodie.file_group.file_slice import FileSlice
 from hoodie.file_group.log_reader import CorruptBlockReport
 from hoodie.file_group.view import FileSystemView
@@ -32,6 +33,7 @@ from hoodie.schema.internal_schema import (
     SchemaOnRead,
     parse_internal_schema,
 )
+from hoodie.shape.matrix import Shape
 from hoodie.timeline.instant_time import normalize
 from hoodie.timeline.timeline import ActiveTimeline
 
@@ -227,6 +229,18 @@ class TableReader:
         For timeline layout 2 (table versions 8+) the bounds are compared with completion times,
         as Hudi 1.x does; for layout 1 with requested times.
         """
+        if not self.table.config.populate_meta_fields:
+            # Hudi's incremental relations (IncrementalRelation, MergeOnReadIncrementalRelation) refuse
+            # such tables: without _hoodie_commit_time no row says which instant wrote it.
+            raise UnsupportedShapeError(
+                self.table.base_path,
+                Shape.VIRTUAL_KEYS.value,
+                f"{TableKeys.POPULATE_META_FIELDS.key}=false",
+                "read (incremental)",
+                "Hudi's incremental queries select rows by their _hoodie_commit_time, which a table "
+                'without meta fields does not keep (IncrementalRelation: "Incremental queries are not '
+                'supported when meta fields are disabled")',
+            )
         writes = self.timeline.completed().writes()
         if self.table.paths.layout >= 2:
             in_range = InstantRange(start_exclusive, end_inclusive)

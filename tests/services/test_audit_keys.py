@@ -150,6 +150,13 @@ def test_virtual_keys_read_as_hudi_and_rewrites_are_refused(
     for service in ("clean", "archival"):
         assert main(["run", service, str(path), "--spark-master", "in-process"]) == 0, capsys.readouterr().err
     assert _read(path) == model
+    # Hudi's incremental queries refuse tables without meta fields (no _hoodie_commit_time to select
+    # by); hts returned every row of the touched partitions
+    out = tmp_path / "incremental.parquet"
+    assert main(["read", str(path), "--begin-instant", "0", "--out", str(out)]) != 0
+    err = capsys.readouterr().err
+    assert "virtual keys table (hoodie.populate.meta.fields=false): read (incremental) is refused" in err, err
+    assert not out.exists()
 
 
 # -- keys the table stores that hts's key generator would not make ----------------------------------
