@@ -324,20 +324,25 @@ def test_version_6_custom_key_generator_takes_its_types_from_the_writer_option(
     assert [r["ts"] for r in TableReader(HoodieTable.open(str(path))).snapshot().to_pylist()] == [2]
 
 
+@pytest.mark.parametrize("record_key_fields", [["id"], ["id", "p"]], ids=["simple", "complex"])
 def test_record_index_of_a_virtual_keys_table_holds_its_live_keys(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    record_key_fields: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Building the record index merges each latest slice; on a MERGE_ON_READ table without meta
     fields its rows are keyed by their record key fields as Hudi's reader keys them (the build failed
     with a KeyError on ``_hoodie_record_key``). The index then holds the live keys in their partitions."""
     path = tmp_path / "t"
-    model = _model_and_table(path, TableType.MERGE_ON_READ, ["id"])
+    model = _model_and_table(path, TableType.MERGE_ON_READ, record_key_fields)
     argv = ["run", "indexing", str(path), "--option", "hoodie.metadata.record.index.enable=true"]
     assert main([*argv, "--spark-master", "in-process"]) == 0, capsys.readouterr().err
     table = HoodieTable.open(str(path))
     index = MetadataTable.open(table, table.reload()).read_partition("record_index")
     got = {key: p["recordIndexMetadata"]["partitionName"] for key, p in index.items()}
-    assert got == {k: f"p{int(k[1:]) % 3}" for k in model}
+
+    def key(k: str) -> str:  # KeyGenerator.constructRecordKey for several fields
+        return k if record_key_fields == ["id"] else f"id:{k},p:p{int(k[1:]) % 3}"
+
+    assert got == {key(k): f"p{int(k[1:]) % 3}" for k in model}
     assert _read(path) == model
 
 
