@@ -63,6 +63,8 @@ class Case:
     hive: bool = False
     url: bool = False
     hudi_rs: bool = True
+    version: TableVersion = TableVersion.EIGHT
+    metadata_table: bool = False
 
 
 CASES = [
@@ -106,6 +108,34 @@ CASES = [
         url=True,
     ),
     Case(
+        "complex_urlencoded_two_levels_v9_metadata_table",
+        STRINGS,
+        ["a", "b"],
+        ["r", "d"],
+        [
+            (
+                "insert",
+                [
+                    {"a": "x/y", "b": 1, "ts": 1, "r": "eu west/1", "d": dt.date(2024, 1, 2)},
+                    {"a": "", "b": 5, "ts": 1, "r": "é=ü?%", "d": None},
+                    {"a": None, "b": 2, "ts": 1, "r": None, "d": dt.date(2024, 1, 3)},
+                    {"a": "z", "b": 3, "ts": 1, "r": "eu west/1", "d": dt.date(2024, 1, 2)},
+                ],
+            ),
+            ("upsert", [{"a": "x/y", "b": 1, "ts": 2, "r": "eu west/1", "d": dt.date(2024, 1, 2)}]),
+            ("delete", [{"a": "z", "b": 3, "ts": 3, "r": "eu west/1", "d": dt.date(2024, 1, 2)}]),
+        ],
+        {
+            "a:x/y,b:1": ("r=eu west%2F1/d=2024-01-02", 2),
+            "a:__empty__,b:5": ("r=é%3Dü%3F%25/d=__HIVE_DEFAULT_PARTITION__", 1),
+            "a:__null__,b:2": ("r=__HIVE_DEFAULT_PARTITION__/d=2024-01-03", 1),
+        },
+        hive=True,
+        url=True,
+        version=TableVersion.NINE,
+        metadata_table=True,
+    ),
+    Case(
         "complex_one_field_version_6",
         STRINGS,
         ["a"],
@@ -116,6 +146,7 @@ CASES = [
         ],
         {"a:x": ("eu/west", 2)},  # 0.14.0's field-prefixed encoding, a path of two levels
         props={"hoodie.table.keygenerator.class": "org.apache.hudi.keygen.ComplexKeyGenerator"},
+        version=TableVersion.SIX,
     ),
     Case(
         "complex_nested_decimal_and_timestamp",
@@ -235,7 +266,6 @@ CASES = [
 
 
 def _build(path: Path, case: Case) -> None:
-    version = TableVersion.SIX if "version_6" in case.name else TableVersion.EIGHT
     names = [p.split(":")[0] for p in case.partitions]
     create_table(
         str(path),
@@ -245,11 +275,11 @@ def _build(path: Path, case: Case) -> None:
         record_key_fields=case.record_keys,
         partition_fields=names,
         ordering_fields=["ts"],
-        table_version=version,
+        table_version=case.version,
         key_generator=KeyGeneratorType.COMPLEX if len(names) > 1 or len(case.record_keys) > 1 else None,
         hive_style_partitioning=case.hive,
         url_encode_partitioning=case.url,
-        metadata_table=False,
+        metadata_table=case.metadata_table,
     )
     if case.props:
         props = {**case.props, "hoodie.table.partition.fields": ",".join(case.partitions)}
