@@ -327,6 +327,10 @@ MATRIX: Mapping[Shape, Mapping[str, str]] = MappingProxyType(
         Shape.TIMELINE_TIMEZONE: {},
         Shape.LOG_COMPACTED: {},
         # Reads rebuild the keys (hoodie.keygen.virtual_record_keys); what rewrites stored rows is refused.
+        # Census section 13's UNCONFIRMED, settled from the source: the files carry the meta columns
+        # null (HoodieWriteHandle writes writeSchemaWithMetaFields, filled only with populateMetaFields),
+        # or leave them out in releases whose addMetadataFields takes populateMetaFields; reads take
+        # neither (a virtual table's read schema has no meta columns).
         Shape.VIRTUAL_KEYS: {
             WRITE: _VIRTUAL_KEYS_MERGE,
             "compaction": _VIRTUAL_KEYS_MERGE,

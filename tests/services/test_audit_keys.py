@@ -13,9 +13,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hudi import HudiTableBuilder
 
 from hoodie.config.table_config import TableType, TableVersion
-from hoodie.file_group.log_block import BlockType, encode_block
+from hoodie.file_group.log_block import BlockType, HeaderKey, encode_block
 from hoodie.file_group.log_reader import read_blocks
 from hoodie.keygen import KeyGeneratorType, key_generator_from_properties
 from hoodie.metadata.table import MetadataTable
@@ -49,33 +50,47 @@ def _null_meta(table: pa.Table) -> pa.Table:
     return table
 
 
-def to_virtual_keys(path: Path) -> None:
+def to_virtual_keys(path: Path, *, absent: bool = False) -> None:
     """Lay a table out as Hudi's writers do with ``hoodie.populate.meta.fields=false``: the property
     set (HoodieTableConfig.POPULATE_META_FIELDS), the meta columns in the files' schemas but null
-    (HoodieAvroParquetWriter / HoodieSparkParquetWriter and HoodieAppendHandle populate them only with
-    populateMetaFields); delete blocks keep the keys the writer's key generator made."""
+    (HoodieWriteHandle writes ``writeSchemaWithMetaFields``; HoodieAvroParquetWriter /
+    HoodieSparkParquetWriter and HoodieAppendHandle populate them only with populateMetaFields), or,
+    with ``absent``, left out (releases whose ``addMetadataFields`` takes populateMetaFields); delete
+    blocks keep the keys the writer's key generator made."""
     _write_props(path, {"hoodie.populate.meta.fields": "false"})
+
+    def layout(data: pa.Table) -> pa.Table:
+        return data.drop_columns(list(META_FIELDS)) if absent else _null_meta(data)
+
     for base in path.rglob("*.parquet"):
         if ".hoodie" in base.relative_to(path).parts:
             continue
         data = pq.read_table(base)
-        pq.write_table(_null_meta(data).replace_schema_metadata(data.schema.metadata), base)
+        pq.write_table(layout(data).replace_schema_metadata(data.schema.metadata), base)
     for log in path.rglob(".*.log.*"):
         if ".hoodie" in log.relative_to(path).parts:
             continue
         out = []
         for block in read_blocks(log.read_bytes(), log.name):
-            content = block.content
+            content, header = block.content, dict(block.header)
             if block.block_type is BlockType.AVRO_DATA:
                 assert block.schema is not None
                 schema = json.loads(block.schema)
-                data = _null_meta(decode_data_block(block, avro_to_arrow_schema(schema)))
+                data = layout(decode_data_block(block, avro_to_arrow_schema(schema)))
+                if absent:
+                    schema = {
+                        **schema,
+                        "fields": [f for f in schema["fields"] if f["name"] not in META_FIELDS],
+                    }
+                    header[HeaderKey.SCHEMA] = json.dumps(schema, separators=(",", ":"))
                 content = encode_avro_block_content(data, schema)
-            out.append(encode_block(block.block_type, block.header, content, block.footer))
+            out.append(encode_block(block.block_type, header, content, block.footer))
         log.write_bytes(b"".join(out))
 
 
-def _model_and_table(path: Path, table_type: TableType, record_key_fields: list[str]) -> dict[str, int]:
+def _model_and_table(
+    path: Path, table_type: TableType, record_key_fields: list[str], *, absent: bool = False
+) -> dict[str, int]:
     """Inserts k0..k11, upserts the even ids, deletes k1 and k3 (MERGE_ON_READ: log files with data
     and delete blocks), then the virtual-keys layout. Returns id -> ts the table must read."""
     table = new_table(path, table_type=table_type, version=TableVersion.EIGHT, metadata_table=False)
@@ -92,7 +107,7 @@ def _model_and_table(path: Path, table_type: TableType, record_key_fields: list[
     writer.upsert(rows(range(0, 12, 2), 2))
     writer = HoodieWriter(HoodieTable.open(str(path)))
     writer.delete(rows([1, 3], 3))
-    to_virtual_keys(path)
+    to_virtual_keys(path, absent=absent)
     model = {f"k{i}": 2 if i % 2 == 0 else 1 for i in range(12)}
     del model["k1"], model["k3"]
     return model
@@ -395,3 +410,22 @@ def test_the_stored_key_check_passes_every_partition_of_the_tables_hudi_wrote(
     for partition in view.partitions():  # none in the empty tables
         assert schema is not None
         check_stored_keys(table, view, keygen, schema, "upsert", [partition])
+
+
+@pytest.mark.parametrize("record_key_fields", [["id"], ["id", "p"]], ids=["simple", "complex"])
+def test_virtual_keys_without_meta_columns_in_the_files_read_as_hudi(
+    record_key_fields: list[str], tmp_path: Path
+) -> None:
+    """The same merge when the files leave the meta columns out altogether (base files and the
+    data blocks' SCHEMA): ours and hudi-rs's reads equal the model."""
+    path = tmp_path / "t"
+    model = _model_and_table(path, TableType.MERGE_ON_READ, record_key_fields, absent=True)
+    assert not set(META_FIELDS) & set(pq.read_schema(next(path.rglob("*.parquet"))).names)
+    assert _read(path) == model
+    rs = {r["id"]: r["ts"] for r in pa.Table.from_batches(_hudi_rs_batches(path)).to_pylist()}
+    assert rs == model
+
+
+def _hudi_rs_batches(path: Path) -> list[pa.RecordBatch]:
+    table = HudiTableBuilder.from_base_uri(str(path)).with_hudi_option("hoodie.metadata.enable", "false")
+    return list(table.build().read())
