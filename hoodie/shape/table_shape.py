@@ -112,6 +112,9 @@ class TableShape:
         features = list(_declared_index(options))
         if (options.get(TableKeys.CDC_ENABLED.key) or "").strip().lower() == "true":
             features.insert(0, ShapeFeature(Shape.CDC, f"{TableKeys.CDC_ENABLED.key}=true"))
+        if (options.get(TableKeys.POPULATE_META_FIELDS.key) or "").strip().lower() == "false":
+            key = TableKeys.POPULATE_META_FIELDS.key
+            features.append(ShapeFeature(Shape.VIRTUAL_KEYS, f"{key}=false"))
         return cls(where, tuple(features))
 
 

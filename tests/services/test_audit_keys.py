@@ -215,7 +215,7 @@ def test_single_field_complex_keys_of_hudi_0_15_are_refused_unless_declared(
         r"_hoodie_record_key='(k\d)' in \S+\.parquet \(hts's key generator makes 'id:(k\d)'\)", err
     )
     assert "unsupported key generator table" in err and named and named[1] == named[2], err
-    assert "write (upsert) is refused" in err, err
+    assert "write (insert) is refused" in err, err
     assert table_hash(path) == before
     argv = ["write", str(path), "--input", str(data), "--operation", "upsert", "--option", NEW_ENCODING]
     assert main(argv) == 0, capsys.readouterr().err
@@ -429,3 +429,27 @@ def test_virtual_keys_without_meta_columns_in_the_files_read_as_hudi(
 def _hudi_rs_batches(path: Path) -> list[pa.RecordBatch]:
     table = HudiTableBuilder.from_base_uri(str(path)).with_hudi_option("hoodie.metadata.enable", "false")
     return list(table.build().read())
+
+
+def test_creating_a_table_without_meta_fields_is_refused_before_it_exists(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Writes to a table without meta fields are refused, so ``--create`` with
+    ``hoodie.populate.meta.fields=false`` is refused before the table is created."""
+    data, path = tmp_path / "in.parquet", tmp_path / "t"
+    pq.write_table(rows(range(3), 1), data)
+    argv = [
+        "write",
+        str(path),
+        "--input",
+        str(data),
+        "--operation",
+        "insert",
+        "--create",
+        "--record-key",
+        "id",
+    ]
+    assert main([*argv, "--option", "hoodie.populate.meta.fields=false"]) != 0
+    err = capsys.readouterr().err
+    assert "virtual keys table (hoodie.populate.meta.fields=false): write (insert) is refused" in err, err
+    assert not path.exists()
