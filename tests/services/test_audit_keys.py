@@ -215,7 +215,7 @@ def test_single_field_complex_keys_of_hudi_0_15_are_refused_unless_declared(
         r"_hoodie_record_key='(k\d)' in \S+\.parquet \(hts's key generator makes 'id:(k\d)'\)", err
     )
     assert "unsupported key generator table" in err and named and named[1] == named[2], err
-    assert "write (insert) is refused" in err, err
+    assert "write (upsert) is refused" in err, err
     assert table_hash(path) == before
     argv = ["write", str(path), "--input", str(data), "--operation", "upsert", "--option", NEW_ENCODING]
     assert main(argv) == 0, capsys.readouterr().err
