@@ -19,6 +19,7 @@ from hoodie.keygen.generators import (
     PartitionKeyType,
     SimpleKeyGenerator,
     TimestampBasedKeyGenerator,
+    virtual_record_keys,
 )
 from hoodie.keygen.timestamp import TimestampOptions, TimestampType, TimeUnit
 from hoodie.keygen.values import FloatDigits, ValueFormat
@@ -40,4 +41,5 @@ __all__ = [
     "ValueFormat",
     "key_generator_from_properties",
     "key_generator_properties",
+    "virtual_record_keys",
 ]

@@ -341,3 +341,27 @@ def _timestamp_segments(gen: KeyGenerator, table: pa.Table, name: str, options: 
     return partition_segments(
         name, values, hive_style=gen.hive_style, url_encode=gen.url_encode, default_for_empty=False
     )
+
+
+def virtual_record_keys(table: pa.Table, record_key_fields: Sequence[str], fmt: ValueFormat) -> pa.Array:
+    """The record keys a reader rebuilds for a table without meta fields (``populate.meta.fields=false``).
+
+    As Hudi's ``RecordContext.virtualKeyExtractor``: one record key field gives the field's value as
+    a string (null is an error, empty is kept); several give ``KeyGenerator.constructRecordKey``'s
+    ``f1:v1,f2:v2`` with ``__null__`` / ``__empty__`` (all null or empty is an error). Only the
+    record key fields count, never the key generator class: a one-field complex key reads bare here
+    as in Hudi. Values print as the writers' key generators print them (:func:`java_strings`).
+    """
+    if not record_key_fields:
+        raise InvalidTableConfigError("a table without meta fields needs record key fields to rebuild keys")
+    if len(record_key_fields) > 1:
+        return _composite_keys(table, record_key_fields, fmt)
+    name = record_key_fields[0]
+    values = column(table, name)
+    if values is None:
+        raise _missing_record_key_field(table, name)
+    keys = java_strings(values, field=name, fmt=fmt)
+    if keys.null_count:
+        row = pc.index(pc.is_null(keys), True).as_py()
+        raise InvalidInputError(f"record key field {name!r} is null in row {row}; record keys cannot be null")
+    return keys

@@ -311,8 +311,8 @@ def _epoch_millis(
 ) -> pa.Array:
     """Epoch millis of non-string values, converted the way Hudi converts each Java type."""
     t = values.type
-    if pa.types.is_timestamp(t) and fmt.consistent_logical_timestamp:
-        return epoch_millis_of_timestamps(values)
+    if pa.types.is_timestamp(t) and t.tz is not None and fmt.consistent_logical_timestamp:
+        return epoch_millis_of_timestamps(values)  # a java.sql.Timestamp: timestamp-millis/-micros only
     if pa.types.is_timestamp(t):
         longs = avro_timestamp_numbers(values)
     elif pa.types.is_integer(t):

@@ -17,7 +17,8 @@ timestamp                     the raw epoch number Avro stores (micros for ``us`
                               ``ms``), or with ``consistent_logical_timestamp`` Java
                               ``java.sql.Timestamp.toString`` in ``timezone``
                               (``2024-01-31 10:00:00.0``), which is also what Spark's
-                              row-writer path produces
+                              row-writer path produces; timestamps without a zone
+                              (``local-timestamp-*``) always print the raw number
 time32 / time64               the raw number (millis / micros since midnight)
 binary                        lower-case hex of the bytes
 ============================  ===============================================================
@@ -107,7 +108,9 @@ def java_strings(values: pa.Array, *, field: str, fmt: ValueFormat) -> pa.Array:
     if pa.types.is_date(t):
         return _local_date_strings(values)
     if pa.types.is_timestamp(t):
-        if fmt.consistent_logical_timestamp:
+        if fmt.consistent_logical_timestamp and t.tz is not None:
+            # Only timestamp-millis/-micros become java.sql.Timestamp; local-timestamp-* (Arrow
+            # timestamps without a zone) stay the raw long (HoodieAvroUtils.convertValueForAvroLogicalTypes).
             return sql_timestamp_strings(values, fmt.timezone)
         return avro_timestamp_numbers(values).cast(pa.string())
     if pa.types.is_time(t):

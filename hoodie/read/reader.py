@@ -8,17 +8,20 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hoodie.errors import SchemaError
+from hoodie.config.table_config import TableKeys
+from hoodie.errors import SchemaError, UnsupportedShapeError
 from hoodie.file_group.file_slice import FileSlice
 from hoodie.file_group.log_reader import CorruptBlockReport
 from hoodie.file_group.view import FileSystemView
+from hoodie.keygen import ValueFormat, virtual_record_keys
+from hoodie.keygen.factory import CONSISTENT_LOGICAL_TIMESTAMP, java_bool
 from hoodie.merge.resolve import resolve_merge_config
 from hoodie.read.log_scanner import InstantRange, ScanStats
 from hoodie.read.slice_reader import SliceReadOptions, read_parquet, read_slice
@@ -30,6 +33,7 @@ from hoodie.schema.internal_schema import (
     SchemaOnRead,
     parse_internal_schema,
 )
+from hoodie.shape.matrix import Shape
 from hoodie.timeline.instant_time import normalize
 from hoodie.timeline.timeline import ActiveTimeline
 
@@ -57,6 +61,16 @@ def table_schema(table: HoodieTable, as_of: str | None = None) -> pa.Schema:
     if table.config.populate_meta_fields:
         avro = add_meta_fields(avro)
     return avro_to_arrow_schema(avro)
+
+
+def virtual_key_function(table: HoodieTable) -> Callable[[pa.Table], pa.Array] | None:
+    """How a reader rebuilds the record keys of a table without meta fields (None with meta fields)."""
+    if table.config.populate_meta_fields:
+        return None
+    fields = table.config.record_key_fields
+    consistent = java_bool(table.config.props.get(CONSISTENT_LOGICAL_TIMESTAMP))
+    fmt = ValueFormat(consistent_logical_timestamp=consistent)
+    return lambda rows: virtual_record_keys(rows, fields, fmt)
 
 
 #: Operations whose commits cannot change the schema (``WriteOperationType.canUpdateSchema``).
@@ -163,6 +177,7 @@ class TableReader:
             report=self.result.report,
             stats=self.result.stats,
             on_read=schema_on_read(self.table, self.timeline, as_of),
+            virtual_keys=virtual_key_function(self.table),
         )
 
     def _read_slices(self, slices: Iterable[FileSlice], opts: SliceReadOptions) -> pa.Table:
@@ -214,6 +229,18 @@ class TableReader:
         For timeline layout 2 (table versions 8+) the bounds are compared with completion times,
         as Hudi 1.x does; for layout 1 with requested times.
         """
+        if not self.table.config.populate_meta_fields:
+            # Hudi's incremental relations (IncrementalRelation, MergeOnReadIncrementalRelation) refuse
+            # such tables: without _hoodie_commit_time no row says which instant wrote it.
+            raise UnsupportedShapeError(
+                self.table.base_path,
+                Shape.VIRTUAL_KEYS.value,
+                f"{TableKeys.POPULATE_META_FIELDS.key}=false",
+                "read (incremental)",
+                "Hudi's incremental queries select rows by their _hoodie_commit_time, which a table "
+                'without meta fields does not keep (IncrementalRelation: "Incremental queries are not '
+                'supported when meta fields are disabled")',
+            )
         writes = self.timeline.completed().writes()
         if self.table.paths.layout >= 2:
             in_range = InstantRange(start_exclusive, end_inclusive)

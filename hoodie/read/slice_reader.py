@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import struct
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import fastavro
@@ -186,6 +186,8 @@ class SliceReadOptions:
     stats: ScanStats = field(default_factory=ScanStats)
     info: SliceMergeInfo | None = None
     on_read: SchemaOnRead | None = None  # schema-on-read tables: files matched by column id
+    # Tables without meta fields: rebuilds the record keys of rows read (hoodie.keygen.virtual_record_keys)
+    virtual_keys: Callable[[pa.Table], pa.Array] | None = None
 
     @property
     def merge_spec(self) -> MergeSpec:
@@ -232,6 +234,10 @@ def iter_read_slice(
     partial = any(b.is_partial for b in blocks)
     if partial:  # services check the slices they plan to merge when they schedule and execute
         check_partial_blocks(base_path, "read", blocks, opts.merge)
+    keyed, opts = _virtual_keying(opts)
+    names = opts.schema.names
+    if keyed is not None:
+        base_batches = (keyed(b) for b in base_batches)
     if opts.vectorized and not partial:
         batches: list[pa.Table | DeleteEntries] = []
         for block in blocks:
@@ -241,16 +247,36 @@ def iter_read_slice(
                     DeleteEntries(pa.array(d.keys, pa.string()), d.ordering_values, d.ordering_classes)
                 )
             else:
-                batches.append(decode_data_block(block, opts.schema, on_read=opts.on_read))
+                data = decode_data_block(block, opts.schema, on_read=opts.on_read)
+                batches.append(data if keyed is None else keyed(data))
         counts = None
         if opts.info is not None:
             counts = opts.info.counts = MergeCounts()
         trace = opts.info.trace if opts.info is not None else None
-        yield from iter_merge_slice(base_batches, batches, opts.merge_spec, counts, opts.schema, trace)
+        merged = iter_merge_slice(base_batches, batches, opts.merge_spec, counts, opts.schema, trace)
+        yield from (merged if keyed is None else (part.select(names) for part in merged))
         return
     base_parts = list(base_batches)
     base = pa.concat_tables(base_parts) if base_parts else None
-    yield _merge_per_record(base, blocks, opts)
+    yield _merge_per_record(base, blocks, opts, keyed)
+
+
+VIRTUAL_KEY_COLUMN = "\x00virtual_record_key"
+"""The column that carries the rebuilt record keys of a table without meta fields while a slice merges."""
+
+
+def _virtual_keying(opts: SliceReadOptions) -> tuple[Callable[[pa.Table], pa.Table] | None, SliceReadOptions]:
+    """For a table without meta fields: a function that appends the rows' rebuilt record keys (Hudi's
+    file-group reader keys them by ``RecordContext.getRecordKey``; delete blocks carry their keys),
+    and the options that merge by them. Otherwise no function and ``opts``."""
+    keys_of = opts.virtual_keys
+    if keys_of is None:
+        return None, opts
+
+    def keyed(table: pa.Table) -> pa.Table:
+        return table.append_column(VIRTUAL_KEY_COLUMN, keys_of(table).cast(pa.string()))
+
+    return keyed, replace(opts, key_field=VIRTUAL_KEY_COLUMN, virtual_keys=None)
 
 
 def decode_data_block(block: LogBlock, schema: pa.Schema, *, on_read: SchemaOnRead | None = None) -> pa.Table:
@@ -278,7 +304,12 @@ def decode_data_block(block: LogBlock, schema: pa.Schema, *, on_read: SchemaOnRe
     return on_read.read(table, block.instant_time, schema, where)
 
 
-def _merge_per_record(base: pa.Table | None, blocks: list[LogBlock], opts: SliceReadOptions) -> pa.Table:
+def _merge_per_record(
+    base: pa.Table | None,
+    blocks: list[LogBlock],
+    opts: SliceReadOptions,
+    keyed: Callable[[pa.Table], pa.Table] | None = None,
+) -> pa.Table:
     ctx = opts.merge.with_schema(opts.schema)
     entries: list[LogEntry] = []
     for block in blocks:
@@ -299,6 +330,10 @@ def _merge_per_record(base: pa.Table | None, blocks: list[LogBlock], opts: Slice
             if opts.on_read is not None and block.instant_time:  # written names -> query names
                 columns = opts.on_read.query_names(block.instant_time, columns)
         table = decode_data_block(block, opts.schema, on_read=opts.on_read)
+        if keyed is not None:
+            table = keyed(table)
+            if columns is not None:
+                columns = columns | {VIRTUAL_KEY_COLUMN}
         if columns is not None:
             table = table.select([n for n in table.column_names if n in columns])
         entries.extend(DataEntry(row, block.is_partial, columns) for row in table.to_pylist())

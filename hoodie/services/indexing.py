@@ -50,7 +50,6 @@ import pyarrow as pa
 from hoodie.errors import InvalidInputError, TableServiceError, UnsupportedTableError
 from hoodie.file_group.base_file import BaseFile
 from hoodie.io.fileio import join
-from hoodie.keygen.factory import key_generator_from_properties
 from hoodie.metadata.column_ranges import partition_stats
 from hoodie.metadata.column_stats import file_column_stats, indexed_columns
 from hoodie.metadata.init import (
@@ -76,6 +75,7 @@ from hoodie.metadata.table import MetadataTable, open_metadata_table
 from hoodie.metadata.writer import instant_files, rollback_metadata_instant
 from hoodie.models.compaction import CompactionOperation
 from hoodie.models.index import IndexCommitMetadata, IndexPartitionInfo, IndexPlan
+from hoodie.read.reader import virtual_key_function
 from hoodie.read.slice_reader import read_slice
 from hoodie.services.base import (
     ExecutionResult,
@@ -264,9 +264,9 @@ def _latest_records(job: SliceTask, op: CompactionOperation) -> tuple[list[str],
     """The record keys and the merged records of one latest file slice."""
     table = job.table
     merged = read_slice(table.fileio, table.base_path, slice_of(op), job.read_options())
-    if table.config.populate_meta_fields is False:
-        keygen = key_generator_from_properties(dict(table.config.props))
-        return [str(k) for k in keygen.record_keys(merged).to_pylist()], merged
+    keys_of = virtual_key_function(table)
+    if keys_of is not None:  # the keys Hudi's readers rebuild (RecordContext.virtualKeyExtractor)
+        return [str(k) for k in keys_of(merged).to_pylist()], merged
     return [str(k) for k in merged.column("_hoodie_record_key").to_pylist()], merged
 
 

@@ -22,7 +22,7 @@ from hoodie.errors import TableServiceError
 from hoodie.io.fileio import FileInfo, FileIO
 from hoodie.merge.resolve import resolve_merge_config
 from hoodie.models.commit import WriteStat
-from hoodie.read.reader import schema_on_read, table_schema
+from hoodie.read.reader import schema_on_read, table_schema, virtual_key_function
 from hoodie.read.slice_reader import SliceReadOptions
 from hoodie.schema.internal_schema import SchemaHistory, SchemaOnRead, parse_internal_schema
 from hoodie.services.base import ServiceContext, Task, open_table_for_task
@@ -136,6 +136,7 @@ class SliceTask:
             "is_committed": self.is_committed,
             "latest_instant": self.latest_instant,
             "on_read": self.schema_on_read,
+            "virtual_keys": virtual_key_function(self.table),
         }
         return SliceReadOptions(**(fields | overrides))
 

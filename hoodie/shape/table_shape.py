@@ -112,6 +112,9 @@ class TableShape:
         features = list(_declared_index(options))
         if (options.get(TableKeys.CDC_ENABLED.key) or "").strip().lower() == "true":
             features.insert(0, ShapeFeature(Shape.CDC, f"{TableKeys.CDC_ENABLED.key}=true"))
+        if (options.get(TableKeys.POPULATE_META_FIELDS.key) or "").strip().lower() == "false":
+            key = TableKeys.POPULATE_META_FIELDS.key
+            features.append(ShapeFeature(Shape.VIRTUAL_KEYS, f"{key}=false"))
         return cls(where, tuple(features))
 
 
@@ -343,15 +346,18 @@ def _secondary_indexed(table: HoodieTable) -> ShapeFeature | None:
     return ShapeFeature(Shape.SECONDARY_INDEXED, f"{', '.join(found)} in {key.key}={table.config.get(key)}")
 
 
-def _merge_and_keys(table: HoodieTable) -> list[ShapeFeature]:
-    """How the table merges records and generates keys, where hts does not (or not everywhere)."""
+def _merge_and_keys(table: HoodieTable, options: Mapping[str, str]) -> list[ShapeFeature]:
+    """How the table merges records and generates keys, where hts does not (or not everywhere). The
+    key generator is the writer's: the table's properties with the declared options over them (a
+    version-6 CUSTOM table records its partition fields without their types, which Hudi's writers
+    take from ``hoodie.datasource.write.partitionpath.field``)."""
     from hoodie.keygen import key_generator_from_properties
     from hoodie.merge.resolve import resolve_merge_config
 
     config = table.config
     out = []
     try:
-        key_generator_from_properties(config.props)
+        key_generator_from_properties({**config.props, **options})
     except (UnsupportedTableError, InvalidTableConfigError) as e:
         named = [
             f"{k.key}={config.get(k)}"
@@ -442,7 +448,7 @@ def detect(
                 Shape.PARTIAL_UPDATES, f"{TableKeys.PARTIAL_UPDATE_MODE.key}={config.partial_update_mode}"
             )
         )
-    features += _merge_and_keys(table)
+    features += _merge_and_keys(table, options)
     if not config.populate_meta_fields:
         features.append(ShapeFeature(Shape.VIRTUAL_KEYS, f"{TableKeys.POPULATE_META_FIELDS.key}=false"))
     if table.has_metadata_table:

@@ -55,6 +55,7 @@ from hoodie.write.input import PreparedInput, dedupe, prepare_input
 from hoodie.write.markers import WriteMarkers
 from hoodie.write.options import BulkInsertSortMode, WriteOperation, WriteOptions
 from hoodie.write.partitioner import WritePartitioner
+from hoodie.write.stored_keys import check_stored_keys
 
 log = logging.getLogger(__name__)
 
@@ -152,6 +153,8 @@ class HoodieWriter:
         }.get(operation, self.options.combine_before_insert)
         if combine:
             prepared = dedupe(prepared, merge, spec)
+        partitions = prepared.partition_values()
+        check_stored_keys(table, view, keygen, schema_json, operation.value, partitions, on_read=on_read)
 
         partitioner = WritePartitioner(table, self.options, self.write_props)
         buckets, replaced = partitioner.plan(prepared, operation, view, timeline)

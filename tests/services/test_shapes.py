@@ -548,9 +548,9 @@ TESTED_ALONE = {
 """Shapes tested by their own tests: a secondary index on a table Apache Hudi wrote
 (test_an_unmaintained_secondary_index_refuses_writes_only,
 test_a_secondary_indexed_table_refuses_overwrites_and_partition_ttl; the base table cannot hold a built one);
-the merge and key shapes whose only refusal is log compaction
+the merge shapes whose only refusal is log compaction
 (test_log_compaction_is_refused_on_merges_it_does_not_implement; their writes merge as their own
-tests check)."""
+tests check); virtual keys, laid out as Hudi's writers leave them (tests/services/test_audit_keys.py)."""
 
 
 def test_every_shape_of_the_census_is_in_the_matrix_and_tested() -> None:
@@ -936,10 +936,6 @@ def test_a_bucket_verdict_is_rechecked_from_the_new_writes_only(tmp_path: Path) 
 
 def _log_compaction_shape(path: Path, shape: Shape) -> str:
     """Build ``shape`` at ``path`` as Hudi's writers leave it; returns the evidence expected."""
-    if shape is Shape.VIRTUAL_KEYS:  # HoodieTableConfig.POPULATE_META_FIELDS
-        base_table(path)
-        _write_props(path, {"hoodie.populate.meta.fields": "false"})
-        return "hoodie.populate.meta.fields=false"
     if shape is Shape.CUSTOM_MERGE:  # a v6 payload class Hudi 1.x infers CUSTOM for
         base_table(path)
         payload = "org.apache.hudi.common.model.PartialUpdateAvroPayload"
@@ -974,7 +970,7 @@ def _log_compaction_shape(path: Path, shape: Shape) -> str:
 
 @pytest.mark.parametrize(
     "shape",
-    [Shape.VIRTUAL_KEYS, Shape.CUSTOM_MERGE, Shape.MULTI_FIELD_ORDERING, Shape.PARTIAL_UPDATES],
+    [Shape.CUSTOM_MERGE, Shape.MULTI_FIELD_ORDERING, Shape.PARTIAL_UPDATES],
     ids=lambda s: s.name.lower(),
 )
 def test_log_compaction_is_refused_on_merges_it_does_not_implement(

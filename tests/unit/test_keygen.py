@@ -226,8 +226,13 @@ def test_dates_timestamps_and_bytes_print_like_hudi() -> None:
     assert _strings(ts) == ["1680350460123000"]  # the raw Avro timestamp-micros value
     consistent = ValueFormat(consistent_logical_timestamp=True, timezone="Asia/Shanghai")
     assert _strings(ts, consistent) == ["2023-04-01 20:01:00.123"]  # java.sql.Timestamp.toString
-    whole = pa.array([dt.datetime(2023, 4, 1, 12, 1)], pa.timestamp("ms"))
+    whole = pa.array([dt.datetime(2023, 4, 1, 12, 1)], pa.timestamp("ms", tz="UTC"))
     assert _strings(whole, ValueFormat(consistent_logical_timestamp=True)) == ["2023-04-01 12:01:00.0"]
+    # local-timestamp-millis/-micros (no zone) are not converted to java.sql.Timestamp: the raw long
+    local = pa.array([dt.datetime(2023, 4, 1, 12, 1)], pa.timestamp("ms"))
+    assert _strings(local, ValueFormat(consistent_logical_timestamp=True)) == ["1680350460000"]
+    local_us = pa.array([dt.datetime(2023, 4, 1, 12, 1)], pa.timestamp("us"))
+    assert _strings(local_us, ValueFormat(consistent_logical_timestamp=True)) == ["1680350460000000"]
     assert _strings(pa.array([b"\x00\xab", b""])) == ["00ab", ""]
 
 
