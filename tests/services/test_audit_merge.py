@@ -20,17 +20,23 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from hoodie.config.table_config import TableVersion
-from hoodie.file_group.log_block import rollback_block
+from hoodie.config.table_config import TableType, TableVersion
+from hoodie.file_group.log_block import BlockType, encode_block, rollback_block
 from hoodie.file_group.log_reader import read_blocks
-from hoodie.file_group.log_writer import avro_data_block
+from hoodie.file_group.log_writer import (
+    WRAPPER_NAMESPACE,
+    OrderingWrapper,
+    avro_data_block,
+    delete_block_content,
+)
 from hoodie.read.reader import TableReader
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant_time import normalize
+from hoodie.write.create import create_table
 from hoodie.write.writer import HoodieWriter
 from service.cli import main
 from tests.conftest import hudi_rs_rows
-from tests.tables import new_table, rows
+from tests.tables import SCHEMA, new_table, rows
 
 Model = dict[str, str]
 
@@ -49,7 +55,13 @@ def _write(path: Path, version: TableVersion) -> tuple[HoodieTable, Model]:
 
 
 def _logs(path: Path) -> list[Path]:
-    return sorted(path.glob("p0/.*.log.*"), key=lambda p: int(p.name.split(".log.")[1].split("_")[0]))
+    """The log files of partition p0 in log order: by instant (v8+: the write's), then version."""
+
+    def order(p: Path) -> tuple[str, int]:
+        head, tail = p.name.split(".log.")
+        return head.rsplit("_", 1)[1], int(tail.split("_")[0])
+
+    return sorted(path.glob("p0/.*.log.*"), key=order)
 
 
 def _writer_schema(log: Path) -> dict[str, Any]:
@@ -188,3 +200,48 @@ def test_log_layouts_read_and_service_as_hudi(
     if case.build is not inflight_block_ahead_of_a_committed_one:
         assert "compaction" in ran and len(list(path.glob("p0/*.parquet"))) > 1  # it compacted
     assert len(hudi_rs_rows(path)) == len(model)
+
+
+def _wrapped(value: int | str) -> tuple[str, dict[str, Any]]:
+    name = "LongWrapper" if isinstance(value, int) else "StringWrapper"
+    return (WRAPPER_NAMESPACE + name, {"value": value})
+
+
+def test_deletes_with_several_ordering_fields_keep_their_ordering_value(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Hudi 1.1 writes the ordering value of a delete on a table with several ordering fields as an
+    ``ArrayWrapper`` of wrapped values (``HoodieAvroUtils.wrapValueIntoAvro``). A delete with a lower
+    value than the record's loses (``EventTimeBufferedRecordMerger``), one with a greater value
+    deletes; it is not a commit-time delete, which would delete whatever the ordering values."""
+    path = tmp_path / "t"
+    create_table(
+        str(path),
+        table_name="t",
+        table_type=TableType.MERGE_ON_READ,
+        schema=SCHEMA,
+        record_key_fields=["id"],
+        partition_fields=["p"],
+        ordering_fields=["ts", "v"],
+        table_version=TableVersion.NINE,
+        metadata_table=False,
+    )
+    writer = HoodieWriter(HoodieTable.open(str(path)))
+    writer.insert(rows(range(4), 5, partitions=1))
+    writer.upsert(rows([0], 6, partitions=1))
+    writer.delete(rows([0, 1, 2], 0, partitions=1).select(["id", "p"]))
+    # The delete block as Hudi writes it for deletes carrying their records' ordering values.
+    log = _logs(path)[-1]
+    (block,) = read_blocks(log.read_bytes(), str(log))
+    assert block.block_type is BlockType.DELETE
+    ordering: list[OrderingWrapper | None] = [
+        (WRAPPER_NAMESPACE + "ArrayWrapper", {"wrappedValues": [_wrapped(ts), _wrapped(v)]})
+        for ts, v in [(3, "v0@3"), (5, "v1@4"), (9, "v2@9")]
+    ]
+    content = delete_block_content(["k0", "k1", "k2"], ["p0"] * 3, ordering, 9)
+    log.write_bytes(encode_block(BlockType.DELETE, block.header, content))
+    model = {"k0": "v0@6", "k1": "v1@5", "k3": "v3@5"}
+    assert _read(path) == model
+    code = main(["run", "compaction", str(path), "--spark-master", "in-process"])
+    assert code == 0, capsys.readouterr().err
+    assert _read(path) == model
