@@ -104,9 +104,9 @@ ORDERING_WRAPPERS = {  # Hudi's Avro wrapper of an ordering value, by the value'
     "double": "DoubleWrapper",
     "string": "StringWrapper",
     "bytes": "BytesWrapper",
-    "date": "DateWrapper",
+    "date": "IntWrapper",  # days: Spark's rows hold a date as an Integer
     "decimal": "DecimalWrapper",
-    "timestamp": "TimestampMicrosWrapper",
+    "timestamp": "LongWrapper",  # microseconds: Spark's rows hold a timestamp as a Long
 }
 
 

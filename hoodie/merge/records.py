@@ -114,7 +114,24 @@ def same_ordering_class(a: OrderingClasses, b: OrderingClasses) -> bool:
     return a is b
 
 
+_EPOCH = dt.datetime(1970, 1, 1)
+_EPOCH_UTC = _EPOCH.replace(tzinfo=dt.UTC)
+
+
+def _engine_number(value: Any) -> Any:
+    """A timestamp as its microseconds and a date as its days since the epoch (how Spark's rows
+    hold them, and how the deletes Spark writes carry them); anything else unchanged."""
+    if isinstance(value, dt.datetime):
+        delta = value - (_EPOCH_UTC if value.tzinfo is not None else _EPOCH)
+        return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    if isinstance(value, dt.date):
+        return (value - dt.date(1970, 1, 1)).days
+    return value
+
+
 def _compare_scalar(a: Any, b: Any) -> int:
+    if isinstance(a, dt.date) != isinstance(b, dt.date):  # a timestamp/date against a number
+        a, b = _engine_number(a), _engine_number(b)
     if isinstance(a, bool) != isinstance(b, bool):
         raise SchemaError(f"ordering values {a!r} and {b!r} have incomparable types")
     try:

@@ -10,6 +10,7 @@ of the committed writes says, before and after.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import time
 from collections.abc import Callable
@@ -245,3 +246,49 @@ def test_deletes_with_several_ordering_fields_keep_their_ordering_value(
     code = main(["run", "compaction", str(path), "--spark-master", "in-process"])
     assert code == 0, capsys.readouterr().err
     assert _read(path) == model
+
+
+TS_SCHEMA = pa.schema(
+    [("id", pa.string()), ("ts", pa.timestamp("us")), ("v", pa.string()), ("p", pa.string())]
+)
+
+
+def _ts_rows(ids: list[int], second: int) -> pa.Table:
+    at = dt.datetime(2024, 1, 1) + dt.timedelta(seconds=second)
+    return pa.Table.from_pylist(
+        [{"id": f"k{i}", "ts": at, "v": f"v{i}@{second}", "p": "p0"} for i in ids], schema=TS_SCHEMA
+    )
+
+
+def _micros(second: int) -> int:
+    return (int((dt.datetime(2024, 1, 1) - dt.datetime(1970, 1, 1)).total_seconds()) + second) * 1_000_000
+
+
+@pytest.mark.parametrize("version", [TableVersion.SIX, TableVersion.EIGHT])
+def test_deletes_on_a_timestamp_ordering_field_compare_as_spark_writes_them(
+    tmp_path: Path, version: TableVersion, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Spark's rows hold a timestamp as a Long of microseconds, so a delete Spark writes on a table
+    ordered by a timestamp carries a ``LongWrapper`` (``HoodieAvroUtils.wrapValueIntoAvro``), of the
+    same class as the records' ordering values: it loses to a record with a later timestamp
+    (``EventTimeBufferedRecordMerger``), and is not a delete of another class that always applies."""
+    path = tmp_path / "t"
+    new_table(path, version=version, schema=TS_SCHEMA, metadata_table=False)
+    writer = HoodieWriter(HoodieTable.open(str(path)))
+    writer.insert(_ts_rows([0, 1, 2, 3], 5))
+    writer.upsert(_ts_rows([0], 6))
+    writer.delete(_ts_rows([0, 1, 2], 0).select(["id", "p"]))
+    log = _logs(path)[-1]
+    (block,) = read_blocks(log.read_bytes(), str(log))
+    assert block.block_type is BlockType.DELETE
+    ordering: list[OrderingWrapper | None] = [
+        (WRAPPER_NAMESPACE + "LongWrapper", {"value": _micros(s)}) for s in (3, 4, 9)
+    ]
+    content = delete_block_content(["k0", "k1", "k2"], ["p0"] * 3, ordering, int(version))
+    log.write_bytes(encode_block(BlockType.DELETE, block.header, content))
+    model = {"k0": "v0@6", "k1": "v1@5", "k3": "v3@5"}
+    assert _read(path) == model
+    for service in ("logcompaction", "compaction"):
+        code = main(["run", service, str(path), "--spark-master", "in-process"])
+        assert code == 0, capsys.readouterr().err
+        assert _read(path) == model, service

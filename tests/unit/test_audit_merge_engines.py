@@ -9,6 +9,7 @@ compute the same rows, or reads and compactions of a table would depend on which
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 import pyarrow as pa
@@ -108,14 +109,33 @@ def _vectorized(
     return {r[KEY]: r for r in out.to_pylist()}
 
 
+def _typed(ts: Any, t: pa.DataType) -> Any:
+    """An ordering value ``ts`` (small int) as a value of column type ``t``."""
+    if ts is None or pa.types.is_integer(t):
+        return ts
+    if pa.types.is_timestamp(t):
+        return pa.scalar(ts * 1_000_000, pa.timestamp("us", t.tz)).cast(t).as_py()
+    return dt.date(1970, 1, 1) + dt.timedelta(days=ts)
+
+
+def _typed_entry(entry: LogEntry, t: pa.DataType) -> LogEntry:
+    if isinstance(entry, DataEntry):
+        return DataEntry({**entry.row, "ts": _typed(entry.row["ts"], t)})
+    if pa.types.is_timestamp(t) and entry.ordering_class == "LongWrapper" and entry.ordering is not None:
+        return DeleteEntry(entry.key, None, entry.ordering * 1_000_000, "LongWrapper")  # micros
+    return entry
+
+
 def _check(
-    bases: list[tuple[str, int | None]],
+    bases: list[tuple[str, Any]],
     blocks: list[list[LogEntry]],
     mode: RecordMergeMode,
     marker: bool,
     ordering_type: pa.DataType,
 ) -> None:
     schema = schema_for(ordering_type)
+    bases = [(k, _typed(ts, ordering_type)) for k, ts in bases]
+    blocks = [[_typed_entry(e, ordering_type) for e in block] for block in blocks]
     base = [
         {
             KEY: k,
@@ -139,9 +159,15 @@ def _check(
 @settings(max_examples=400, deadline=None)
 @given(
     BASES,
-    st.sampled_from([(pa.int32(), "IntWrapper"), (pa.int64(), "LongWrapper")]).flatmap(
-        lambda t: st.tuples(st.just(t[0]), log_blocks(t[1]))
-    ),
+    st.sampled_from(
+        [
+            (pa.int32(), "IntWrapper"),
+            (pa.int64(), "LongWrapper"),
+            (pa.timestamp("us"), "LongWrapper"),  # as Spark writes them: micros in a Long
+            (pa.timestamp("ms", "UTC"), "LongWrapper"),
+            (pa.date32(), "IntWrapper"),  # days in an Integer
+        ]
+    ).flatmap(lambda t: st.tuples(st.just(t[0]), log_blocks(t[1]))),
     st.sampled_from([RecordMergeMode.EVENT_TIME_ORDERING, RecordMergeMode.COMMIT_TIME_ORDERING]),
     st.booleans(),
 )
