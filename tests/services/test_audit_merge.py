@@ -31,6 +31,7 @@ from hoodie.file_group.log_writer import (
     delete_block_content,
 )
 from hoodie.read.reader import TableReader
+from hoodie.read.slice_reader import decode_delete_block
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant_time import normalize
 from hoodie.write.create import create_table
@@ -292,3 +293,43 @@ def test_deletes_on_a_timestamp_ordering_field_compare_as_spark_writes_them(
         code = main(["run", service, str(path), "--spark-master", "in-process"])
         assert code == 0, capsys.readouterr().err
         assert _read(path) == model, service
+
+
+def test_hts_writes_deletes_on_several_ordering_fields_as_hudi(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An upsert's ``_hoodie_is_deleted`` rows on a table ordered by several fields become delete
+    entries carrying their ordering values in an ``ArrayWrapper``, as Hudi 1.1's append handle
+    writes them, not the default (commit-time) value that would delete a later record."""
+    schema = SCHEMA.append(pa.field("_hoodie_is_deleted", pa.bool_()))
+    path = tmp_path / "t"
+    create_table(
+        str(path),
+        table_name="t",
+        table_type=TableType.MERGE_ON_READ,
+        schema=schema,
+        record_key_fields=["id"],
+        partition_fields=["p"],
+        ordering_fields=["ts", "v"],
+        table_version=TableVersion.NINE,
+        metadata_table=False,
+    )
+    writer = HoodieWriter(HoodieTable.open(str(path)))
+    writer.insert(rows(range(3), 5, partitions=1, schema=schema, _hoodie_is_deleted=False))
+    writer.upsert(rows([0], 7, partitions=1, schema=schema, _hoodie_is_deleted=False))
+    deletes = pa.concat_tables(
+        [
+            rows([i], ts, partitions=1, schema=schema, _hoodie_is_deleted=True)
+            for i, ts in [(0, 6), (1, 4), (2, 9)]
+        ]
+    )
+    writer.upsert(deletes)
+    log = _logs(path)[-1]
+    (block,) = (b for b in read_blocks(log.read_bytes(), str(log)) if b.block_type is BlockType.DELETE)
+    decoded = decode_delete_block(block, 9)
+    assert decoded.ordering_values == [(6, "v0@6"), (4, "v1@4"), (9, "v2@9")]
+    assert decoded.ordering_classes == [("LongWrapper", "StringWrapper")] * 3
+    assert _read(path) == {"k0": "v0@7", "k1": "v1@5"}
+    code = main(["run", "compaction", str(path), "--spark-master", "in-process"])
+    assert code == 0, capsys.readouterr().err
+    assert _read(path) == {"k0": "v0@7", "k1": "v1@5"}
