@@ -107,11 +107,20 @@ def is_default_ordering(value: Any, ordering_class: OrderingClasses = OrderingCl
     return ordering_class is OrderingClass.INTEGER and type(value) is int and value == 0
 
 
+#: The class hts compares a wrapped Java time value as. Hudi's engines hold timestamps and dates as
+#: Long/Integer, so the TimestampMicrosWrapper/DateWrapper deletes hts wrote before it wrote
+#: LongWrapper/IntWrapper are another class to Hudi (which then fails comparing them with a base
+#: record); hts keeps comparing them by value, as it wrote them to be read.
+_AS_ENGINE_CLASS = {OrderingClass.TIMESTAMP: OrderingClass.LONG, OrderingClass.DATE: OrderingClass.INTEGER}
+
+
 def same_ordering_class(a: OrderingClasses, b: OrderingClasses) -> bool:
     """``OrderingValues.isSameClass``: equal classes, element-wise for multi-field values."""
     if isinstance(a, tuple) or isinstance(b, tuple):
-        return isinstance(a, tuple) and isinstance(b, tuple) and a == b
-    return a is b
+        if not (isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b)):
+            return False
+        return all(same_ordering_class(x, y) for x, y in zip(a, b, strict=True))
+    return _AS_ENGINE_CLASS.get(a, a) is _AS_ENGINE_CLASS.get(b, b)
 
 
 _EPOCH = dt.datetime(1970, 1, 1)

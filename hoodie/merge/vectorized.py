@@ -99,16 +99,18 @@ _WRAPPER_FAMILY: dict[str, str] = {
     "StringWrapper": "string",
     "BooleanWrapper": "bool",
     "BytesWrapper": "bytes",
-    "DateWrapper": "java.sql.Date",
+    # Java time objects to Hudi (Instant, Date: another class than a record's Long/Integer, which
+    # Hudi then fails to compare with a base record); hts wrote these before LongWrapper/IntWrapper
+    # and keeps reading them by value (hoodie.merge.records.same_ordering_class).
+    "DateWrapper": "int",
     "DecimalWrapper": "decimal",
     "TimeMicrosWrapper": "time",
-    "TimestampMicrosWrapper": "java.time.Instant",
-    "LocalDateWrapper": "java.time.LocalDate",
+    "TimestampMicrosWrapper": "long",
+    "LocalDateWrapper": "int",
 }
 # Arrow type family -> the Java class the engine's record holds for it, where that differs: Spark's
 # rows (and Avro's) hold a timestamp as a Long of microseconds and a date as an Integer of days, so
-# a delete Spark wrote for them is a LongWrapper/IntWrapper of the same class; the wrappers of
-# Java time objects (HoodieAvroUtils.unwrapAvroValueWrapper: Instant, Date, LocalDate) are not.
+# a delete Spark wrote for them is a LongWrapper/IntWrapper of the same class.
 _ENGINE_FAMILY = {"timestamp": "long", "date": "int"}
 
 

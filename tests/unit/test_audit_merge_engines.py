@@ -57,7 +57,9 @@ def delete_entry(draw: st.DrawFn, wrapper: str) -> DeleteEntry:
     ``wrapper``: no ordering value, the default ``IntWrapper`` 0 (SQL DELETE), or a value of the
     column's class. (On disk a value always has its wrapper: ``HoodieDeleteRecordList.avsc``.)"""
     ordering, klass = draw(
-        st.sampled_from([(None, None), (0, "IntWrapper"), (0, wrapper), (1, wrapper), (3, wrapper)])
+        st.sampled_from(
+            [(None, None), (0, "IntWrapper"), (0, wrapper), (1, wrapper), (3, wrapper), (2, "time")]
+        )
     )
     return DeleteEntry(draw(KEYS), None, ordering, klass)
 
@@ -121,6 +123,13 @@ def _typed(ts: Any, t: pa.DataType) -> Any:
 def _typed_entry(entry: LogEntry, t: pa.DataType) -> LogEntry:
     if isinstance(entry, DataEntry):
         return DataEntry({**entry.row, "ts": _typed(entry.row["ts"], t)})
+    if entry.ordering_class == "time":  # the Java-time wrappers hts wrote before (same values)
+        if pa.types.is_timestamp(t):
+            return DeleteEntry(entry.key, None, entry.ordering * 1_000_000, "TimestampMicrosWrapper")
+        wrapper = (
+            "DateWrapper" if pa.types.is_date(t) else ("IntWrapper" if t == pa.int32() else "LongWrapper")
+        )
+        return DeleteEntry(entry.key, None, entry.ordering, wrapper)
     if pa.types.is_timestamp(t) and entry.ordering_class == "LongWrapper" and entry.ordering is not None:
         return DeleteEntry(entry.key, None, entry.ordering * 1_000_000, "LongWrapper")  # micros
     return entry
