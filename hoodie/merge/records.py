@@ -127,7 +127,7 @@ _EPOCH = dt.datetime(1970, 1, 1)
 _EPOCH_UTC = _EPOCH.replace(tzinfo=dt.UTC)
 
 
-def _engine_number(value: Any) -> Any:
+def engine_number(value: Any) -> Any:
     """A timestamp as its microseconds and a date as its days since the epoch (how Spark's rows
     hold them, and how the deletes Spark writes carry them); anything else unchanged."""
     if isinstance(value, dt.datetime):
@@ -140,7 +140,7 @@ def _engine_number(value: Any) -> Any:
 
 def _compare_scalar(a: Any, b: Any) -> int:
     if isinstance(a, dt.date) != isinstance(b, dt.date):  # a timestamp/date against a number
-        a, b = _engine_number(a), _engine_number(b)
+        a, b = engine_number(a), engine_number(b)
     if isinstance(a, bool) != isinstance(b, bool):
         raise SchemaError(f"ordering values {a!r} and {b!r} have incomparable types")
     try:
@@ -319,7 +319,7 @@ def is_delete_row(values: Mapping[str, Any], ctx: MergeConfig) -> bool:
             return True
     if ctx.delete_field is not None:
         marker = values.get(ctx.delete_field)
-        if marker is not None and java_string(marker) == ctx.delete_marker:
+        if marker is not None and java_string(engine_number(marker)) == ctx.delete_marker:
             return True
     return False
 

@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 
 from hoodie.config.table_config import RecordMergeMode
 from hoodie.merge.config import MergeConfig
+from hoodie.merge.records import engine_number, java_string
 from hoodie.merge.trace import MergeTrace
 
 IS_DELETED_FIELD = "_hoodie_is_deleted"
@@ -154,9 +155,21 @@ def data_delete_mask(table: pa.Table, spec: MergeSpec) -> npt.NDArray[np.bool_]:
     if OPERATION_FIELD in names:
         mask |= _true_where(pc.is_in(table[OPERATION_FIELD], value_set=pa.array(["D", "-U"])))
     if spec.delete_field and spec.delete_marker is not None and spec.delete_field in names:
-        as_text = pc.cast(table[spec.delete_field], pa.string())
-        mask |= _true_where(pc.equal(as_text, spec.delete_marker))
+        column = table[spec.delete_field]
+        t = column.type
+        if pa.types.is_floating(t) or pa.types.is_timestamp(t) or pa.types.is_date(t):
+            # Hudi compares the value's Java toString: a double as Double.toString, a timestamp
+            # as its Long of micros, a date as its Integer of days (Spark's rows); Arrow's cast differs.
+            marked = [v for v in pc.unique(column).to_pylist() if _java_text(v) == spec.delete_marker]
+            mask |= _true_where(pc.is_in(column, value_set=pa.array(marked, t)))
+        else:
+            as_text = pc.cast(column, pa.string())
+            mask |= _true_where(pc.equal(as_text, spec.delete_marker))
     return mask
+
+
+def _java_text(value: Any) -> str | None:
+    return None if value is None else java_string(engine_number(value))
 
 
 @dataclass(slots=True)

@@ -188,3 +188,30 @@ def test_vectorized_merge_equals_the_per_record_engine(
 ) -> None:
     ordering_type, blocks = typed_blocks
     _check(bases, blocks, mode, marker, ordering_type)
+
+
+def test_a_custom_delete_marker_matches_the_values_java_text() -> None:
+    """``hoodie.payload.delete.marker`` is compared with the value's Java ``toString`` as the
+    engine holds it (``RecordContext.isCustomDeleteRecord``): a double as ``Double.toString``
+    (``1.0``, ``1.0E7``), a timestamp as its Long of micros, a date as its Integer of days."""
+    at = dt.datetime(2024, 1, 1)
+    micros = str((at - dt.datetime(1970, 1, 1)) // dt.timedelta(microseconds=1))
+    cases = [
+        (pa.float64(), [1.0, 2.0, 1e7], "1.0", ["k0"]),
+        (pa.float64(), [1.0, 2.0, 1e7], "1.0E7", ["k2"]),
+        (pa.timestamp("us"), [at, at + dt.timedelta(seconds=1), None], micros, ["k0"]),
+        (pa.date32(), [dt.date(1970, 1, 3), dt.date(1970, 1, 2), None], "2", ["k0"]),
+    ]
+    for marker_type, values, marker, deleted in cases:
+        schema = pa.schema([(KEY, pa.string()), ("ts", pa.int64()), ("m", marker_type)])
+        base = [{KEY: f"k{i}", "ts": 1, "m": None} for i in range(3)]
+        log = [DataEntry({KEY: f"k{i}", "ts": 2, "m": v}) for i, v in enumerate(values)]
+        ctx = MergeConfig(
+            RecordMergeMode.EVENT_TIME_ORDERING, ("ts",), delete_field="m", delete_marker=marker
+        )
+        expected = sorted(f"k{i}" for i in range(3) if f"k{i}" not in deleted)
+        per_record = merge_file_group(base, log, ctx.with_schema(schema), lambda r: str(r[KEY]))
+        assert sorted(r[KEY] for r in per_record) == expected, (marker_type, marker)
+        data = pa.Table.from_pylist([e.row for e in log], schema)
+        out = merge_slice(pa.Table.from_pylist(base, schema), [data], spec_for(ctx, KEY))
+        assert sorted(out[KEY].to_pylist()) == expected, (marker_type, marker)
