@@ -108,8 +108,25 @@ def scan_log_blocks(
                 continue
             if instant_range is not None and ts not in instant_range:
                 continue
+            if block.block_type.is_data and _OPERATION_FIELD in (block.schema or ""):
+                raise UnsupportedTableError(_operation_field_refusal(path, block))
             queue.append(block)
     return apply_log_compaction([b for b in queue if not b.is_corrupt])
+
+
+_OPERATION_FIELD = '"_hoodie_operation"'
+
+
+def _operation_field_refusal(path: str, block: LogBlock) -> str:
+    """Why a data block with the ``_hoodie_operation`` meta field is refused: its rows marked ``D``
+    or ``-U`` are deletes (``RecordContext.isDeleteHoodieOperation``) in a column hts's reader
+    schema does not carry (Hudi adds it when a data file has it, ``TableSchemaResolver``), so
+    merging without it would bring deleted records back."""
+    return (
+        f"{path}@{block.offset}: refused: log data block of instant {block.instant_time} carries the "
+        "_hoodie_operation meta field (hoodie.allow.operation.metadata.field=true, e.g. Flink's "
+        "changelog mode): hts does not read that column, so its deletes (D, -U) would be missed"
+    )
 
 
 def apply_log_compaction(blocks: list[LogBlock]) -> list[LogBlock]:

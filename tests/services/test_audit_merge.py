@@ -22,6 +22,7 @@ import pyarrow as pa
 import pytest
 
 from hoodie.config.table_config import TableType, TableVersion
+from hoodie.errors import UnsupportedTableError
 from hoodie.file_group.log_block import BlockType, encode_block, rollback_block
 from hoodie.file_group.log_reader import read_blocks
 from hoodie.file_group.log_writer import (
@@ -31,7 +32,8 @@ from hoodie.file_group.log_writer import (
     delete_block_content,
 )
 from hoodie.read.reader import TableReader
-from hoodie.read.slice_reader import decode_delete_block
+from hoodie.read.slice_reader import decode_data_block, decode_delete_block
+from hoodie.schema.avro_arrow import avro_to_arrow_schema
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant_time import normalize
 from hoodie.write.create import create_table
@@ -333,3 +335,36 @@ def test_hts_writes_deletes_on_several_ordering_fields_as_hudi(
     code = main(["run", "compaction", str(path), "--spark-master", "in-process"])
     assert code == 0, capsys.readouterr().err
     assert _read(path) == {"k0": "v0@7", "k1": "v1@5"}
+
+
+def test_log_blocks_with_the_operation_field_are_refused_not_misread(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A writer with ``hoodie.allow.operation.metadata.field=true`` (Flink's changelog mode) puts
+    ``_hoodie_operation`` after the meta fields of its log blocks' schema; Hudi's reader takes rows
+    marked ``D`` or ``-U`` as deletes. hts does not carry that column, so it refuses such blocks
+    (naming the file) instead of bringing deleted records back; the committed data is untouched."""
+    path = tmp_path / "t"
+    new_table(path, version=TableVersion.EIGHT, metadata_table=False)
+    writer = HoodieWriter(HoodieTable.open(str(path)))
+    writer.insert(rows(range(3), 1, partitions=1))
+    writer.upsert(rows([0, 1], 2, partitions=1))
+    log = _logs(path)[-1]
+    (block,) = read_blocks(log.read_bytes(), str(log))
+    schema = json.loads(block.schema or "{}")
+    at = [f["name"] for f in schema["fields"]].index("_hoodie_file_name") + 1
+    schema["fields"].insert(at, {"name": "_hoodie_operation", "type": ["null", "string"], "default": None})
+    data = decode_data_block(block, avro_to_arrow_schema(json.dumps(schema)))
+    data = data.set_column(at, "_hoodie_operation", pa.array(["U", "D"]))
+    log.write_bytes(avro_data_block(data, schema, block.instant_time or ""))
+    committed = sorted(hudi_rs_rows(path))
+    with pytest.raises(UnsupportedTableError, match=r"_hoodie_operation .*deletes \(D, -U\)"):
+        _read(path)
+    for argv in (
+        ["read", str(path), "--out", str(tmp_path / "out.parquet")],
+        ["run", "compaction", str(path)],
+    ):
+        assert main([*argv, "--spark-master", "in-process"] if argv[0] == "run" else argv) != 0
+        assert log.name in capsys.readouterr().err
+    assert sorted(hudi_rs_rows(path)) == committed
+    assert not list(path.glob("p0/*.parquet"))[1:], "compaction wrote a base file"
