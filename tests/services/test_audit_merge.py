@@ -151,6 +151,14 @@ def rolled_back_blocks_in_one_file(path: Path, table: HoodieTable, model: Model)
         f.write(rollback_block(_later_instant(table, 2), failed))
 
 
+def torn_start_of_a_block(path: Path, table: HoodieTable, model: Model) -> None:
+    """A writer crashed after writing the first bytes of a block's magic (fewer than six) behind the
+    last, committed block: the end of the file to Hudi (``HoodieLogFileReader.readMagic`` meets
+    EOF), so that block stays valid."""
+    with _logs(path)[-1].open("ab") as f:
+        f.write(b"#HU")
+
+
 @dataclass(frozen=True)
 class Case:
     name: str
@@ -163,6 +171,8 @@ CASES = [
     Case("inflight_block_ahead_rolled_back", inflight_block_ahead_rolled_back),
     Case("torn_block_then_appends", torn_block_then_appends),
     Case("rolled_back_blocks", rolled_back_blocks_in_one_file),
+    Case("torn_start_of_a_block", torn_start_of_a_block),
+    Case("torn_start_of_a_block_v8", torn_start_of_a_block, TableVersion.EIGHT),
 ]
 
 
