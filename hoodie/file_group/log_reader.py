@@ -2,9 +2,10 @@
 
 A block is corrupt when its length cannot be read, when the trailing length does not equal the
 leading one, or when the next bytes after it are neither a magic nor the end of the file (a
-crashed writer leaves exactly that). A corrupt block spans up to the next magic or the end of
-file; it is reported and reading continues after it. A file that does not begin with the magic
-is not a log file at all, and that is an error.
+crashed writer leaves exactly that). Fewer bytes than a magic at the end of a file are the end of
+it, as for Hudi (``HoodieLogFileReader.readMagic`` reaches EOF), not a corrupt block. A corrupt
+block spans up to the next magic or the end of file; it is reported and reading continues after
+it. A file that does not begin with the magic is not a log file at all, and that is an error.
 """
 
 from __future__ import annotations
@@ -48,15 +49,17 @@ def _block_is_corrupt(buf: bytes, after_magic: int, block_length: int) -> bool:
     (trailer,) = _I64.unpack_from(buf, trailer_pos)
     if trailer - len(MAGIC) != block_length:
         return True
+    # HoodieLogFileReader.isBlockCorrupted: after the footer, either the next magic or the end of
+    # the file; fewer bytes than a magic count as the end (readFully hits EOF).
     following = after_magic + 8 + block_length
-    return following != len(buf) and buf[following : following + len(MAGIC)] != MAGIC
+    return len(buf) - following >= len(MAGIC) and buf[following : following + len(MAGIC)] != MAGIC
 
 
 def iter_blocks(buf: bytes, log_file: str) -> Iterator[LogBlock]:
     """Yield every block of the log file ``buf`` (named ``log_file`` in errors and reports)."""
     pos = 0
     n = len(buf)
-    while pos < n:
+    while n - pos >= len(MAGIC):  # fewer bytes than a magic: the end (a torn start of a block)
         block_start = pos
         if buf[pos : pos + len(MAGIC)] != MAGIC:
             raise CorruptLogBlockError(

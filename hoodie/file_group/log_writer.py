@@ -104,9 +104,9 @@ ORDERING_WRAPPERS = {  # Hudi's Avro wrapper of an ordering value, by the value'
     "double": "DoubleWrapper",
     "string": "StringWrapper",
     "bytes": "BytesWrapper",
-    "date": "DateWrapper",
+    "date": "IntWrapper",  # days: Spark's rows hold a date as an Integer
     "decimal": "DecimalWrapper",
-    "timestamp": "TimestampMicrosWrapper",
+    "timestamp": "LongWrapper",  # microseconds: Spark's rows hold a timestamp as a Long
 }
 
 
@@ -125,3 +125,14 @@ def ordering_wrappers(column: pa.ChunkedArray | pa.Array) -> list[OrderingWrappe
     elif family == "decimal":
         column = column.cast(pa.decimal128(30, 15))  # DecimalWrapper's precision and scale
     return [None if v is None else (WRAPPER_NAMESPACE + wrapper, {"value": v}) for v in column.to_pylist()]
+
+
+def ordering_array_wrappers(columns: Sequence[pa.ChunkedArray | pa.Array]) -> list[OrderingWrapper | None]:
+    """The ordering value of each row of several ordering fields (1.1), as Hudi writes a delete's:
+    an ``ArrayWrapper`` of each field's wrapper (``HoodieAvroUtils.wrapValueIntoAvro`` of an
+    ``ArrayComparable``), a null field being the default ``IntWrapper(0)`` (``OrderingValues``)."""
+    per_field = [ordering_wrappers(c) for c in columns]
+    return [
+        (WRAPPER_NAMESPACE + "ArrayWrapper", {"wrappedValues": [w or DEFAULT_ORDERING for w in row]})
+        for row in zip(*per_field, strict=True)
+    ]

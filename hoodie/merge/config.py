@@ -164,8 +164,16 @@ _WRAPPER_CLASSES: dict[str, OrderingClass] = {
 
 
 def ordering_class_of_arrow(data_type: pa.DataType) -> OrderingClass:
-    """The Java class Hudi sees for values of an Arrow column (int32 -> Integer, int64 -> Long, ...)."""
+    """The Java class Hudi sees for values of an Arrow column (int32 -> Integer, int64 -> Long, ...).
+
+    A timestamp is a Long (of microseconds) and a date an Integer (of days): the engine's record
+    holds them so (Spark's ``InternalRow``, Avro's raw values), and the deletes Spark writes for
+    them carry a ``LongWrapper``/``IntWrapper`` (``HoodieAvroUtils.wrapValueIntoAvro``)."""
     t = data_type
+    if pa.types.is_timestamp(t):
+        return OrderingClass.LONG
+    if pa.types.is_date(t):
+        return OrderingClass.INTEGER
     if pa.types.is_boolean(t):
         return OrderingClass.BOOLEAN
     if pa.types.is_int8(t) or pa.types.is_int16(t) or pa.types.is_int32(t):

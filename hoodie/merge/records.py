@@ -107,14 +107,40 @@ def is_default_ordering(value: Any, ordering_class: OrderingClasses = OrderingCl
     return ordering_class is OrderingClass.INTEGER and type(value) is int and value == 0
 
 
+#: The class hts compares a wrapped Java time value as. Hudi's engines hold timestamps and dates as
+#: Long/Integer, so the TimestampMicrosWrapper/DateWrapper deletes hts wrote before it wrote
+#: LongWrapper/IntWrapper are another class to Hudi (which then fails comparing them with a base
+#: record); hts keeps comparing them by value, as it wrote them to be read.
+_AS_ENGINE_CLASS = {OrderingClass.TIMESTAMP: OrderingClass.LONG, OrderingClass.DATE: OrderingClass.INTEGER}
+
+
 def same_ordering_class(a: OrderingClasses, b: OrderingClasses) -> bool:
     """``OrderingValues.isSameClass``: equal classes, element-wise for multi-field values."""
     if isinstance(a, tuple) or isinstance(b, tuple):
-        return isinstance(a, tuple) and isinstance(b, tuple) and a == b
-    return a is b
+        if not (isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b)):
+            return False
+        return all(same_ordering_class(x, y) for x, y in zip(a, b, strict=True))
+    return _AS_ENGINE_CLASS.get(a, a) is _AS_ENGINE_CLASS.get(b, b)
+
+
+_EPOCH = dt.datetime(1970, 1, 1)
+_EPOCH_UTC = _EPOCH.replace(tzinfo=dt.UTC)
+
+
+def engine_number(value: Any) -> Any:
+    """A timestamp as its microseconds and a date as its days since the epoch (how Spark's rows
+    hold them, and how the deletes Spark writes carry them); anything else unchanged."""
+    if isinstance(value, dt.datetime):
+        delta = value - (_EPOCH_UTC if value.tzinfo is not None else _EPOCH)
+        return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    if isinstance(value, dt.date):
+        return (value - dt.date(1970, 1, 1)).days
+    return value
 
 
 def _compare_scalar(a: Any, b: Any) -> int:
+    if isinstance(a, dt.date) != isinstance(b, dt.date):  # a timestamp/date against a number
+        a, b = engine_number(a), engine_number(b)
     if isinstance(a, bool) != isinstance(b, bool):
         raise SchemaError(f"ordering values {a!r} and {b!r} have incomparable types")
     try:
@@ -293,7 +319,7 @@ def is_delete_row(values: Mapping[str, Any], ctx: MergeConfig) -> bool:
             return True
     if ctx.delete_field is not None:
         marker = values.get(ctx.delete_field)
-        if marker is not None and java_string(marker) == ctx.delete_marker:
+        if marker is not None and java_string(engine_number(marker)) == ctx.delete_marker:
             return True
     return False
 

@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 
 from hoodie.config.table_config import RecordMergeMode
 from hoodie.merge.config import MergeConfig
+from hoodie.merge.records import engine_number, java_string
 from hoodie.merge.trace import MergeTrace
 
 IS_DELETED_FIELD = "_hoodie_is_deleted"
@@ -90,7 +91,7 @@ def spec_for(merge: MergeConfig, key_field: str = "_hoodie_record_key") -> Merge
     )
 
 
-# Java wrapper class of a delete's ordering value -> Arrow type families it has the same class as.
+# Java wrapper class of a delete's ordering value -> the Java class Hudi compares it as.
 _WRAPPER_FAMILY: dict[str, str] = {
     "IntWrapper": "int",
     "LongWrapper": "long",
@@ -99,12 +100,19 @@ _WRAPPER_FAMILY: dict[str, str] = {
     "StringWrapper": "string",
     "BooleanWrapper": "bool",
     "BytesWrapper": "bytes",
-    "DateWrapper": "date",
+    # Java time objects to Hudi (Instant, Date: another class than a record's Long/Integer, which
+    # Hudi then fails to compare with a base record); hts wrote these before LongWrapper/IntWrapper
+    # and keeps reading them by value (hoodie.merge.records.same_ordering_class).
+    "DateWrapper": "int",
     "DecimalWrapper": "decimal",
     "TimeMicrosWrapper": "time",
-    "TimestampMicrosWrapper": "timestamp",
-    "LocalDateWrapper": "date",
+    "TimestampMicrosWrapper": "long",
+    "LocalDateWrapper": "int",
 }
+# Arrow type family -> the Java class the engine's record holds for it, where that differs: Spark's
+# rows (and Avro's) hold a timestamp as a Long of microseconds and a date as an Integer of days, so
+# a delete Spark wrote for them is a LongWrapper/IntWrapper of the same class.
+_ENGINE_FAMILY = {"timestamp": "long", "date": "int"}
 
 
 def arrow_family(t: pa.DataType) -> str:
@@ -147,9 +155,21 @@ def data_delete_mask(table: pa.Table, spec: MergeSpec) -> npt.NDArray[np.bool_]:
     if OPERATION_FIELD in names:
         mask |= _true_where(pc.is_in(table[OPERATION_FIELD], value_set=pa.array(["D", "-U"])))
     if spec.delete_field and spec.delete_marker is not None and spec.delete_field in names:
-        as_text = pc.cast(table[spec.delete_field], pa.string())
-        mask |= _true_where(pc.equal(as_text, spec.delete_marker))
+        column = table[spec.delete_field]
+        t = column.type
+        if pa.types.is_floating(t) or pa.types.is_timestamp(t) or pa.types.is_date(t):
+            # Hudi compares the value's Java toString: a double as Double.toString, a timestamp
+            # as its Long of micros, a date as its Integer of days (Spark's rows); Arrow's cast differs.
+            marked = [v for v in pc.unique(column).to_pylist() if _java_text(v) == spec.delete_marker]
+            mask |= _true_where(pc.is_in(column, value_set=pa.array(marked, t)))
+        else:
+            as_text = pc.cast(column, pa.string())
+            mask |= _true_where(pc.equal(as_text, spec.delete_marker))
     return mask
+
+
+def _java_text(value: Any) -> str | None:
+    return None if value is None else java_string(engine_number(value))
 
 
 @dataclass(slots=True)
@@ -213,12 +233,13 @@ def _collect(
                         vals.append(None)
                         continue
                     v = value[f_idx] if isinstance(value, (list, tuple)) and not single else value
-                    if single and cls is not None and _WRAPPER_FAMILY.get(cls, cls) != family:
+                    engine = _ENGINE_FAMILY.get(family, family)
+                    if single and cls is not None and _WRAPPER_FAMILY.get(cls, cls) != engine:
                         reset[i] = True  # a different class: the delete always applies
                         vals.append(None)
                         continue
                     vals.append(v)
-                out.ordering[f_idx].append(pa.array(vals, type=t))
+                out.ordering[f_idx].append(_delete_values(vals, t))
             out.is_reset.append(reset)
             continue
         n = batch.num_rows
@@ -246,11 +267,20 @@ def _collect(
     return out, data_tables
 
 
+def _delete_values(values: list[Any], t: pa.DataType) -> pa.Array:
+    """Delete ordering values as a column of type ``t``; a timestamp's are microseconds."""
+    if pa.types.is_timestamp(t):
+        return pa.array(values, pa.timestamp("us", t.tz)).cast(t, safe=False)
+    return pa.array(values, type=t)
+
+
 def _dense_ranks(arrays: list[pa.Array], t: pa.DataType) -> npt.NDArray[np.int64]:
     """Dense ranks of the concatenation of ``arrays`` (nulls rank as Hudi's default 0)."""
     combined = pa.concat_arrays([a.cast(t) for a in arrays]) if arrays else pa.array([], type=t)
     if pa.types.is_signed_integer(t) or pa.types.is_timestamp(t) or pa.types.is_date(t):
         # The values order themselves; no ranking needed.
+        if pa.types.is_date(t):  # Arrow casts a date to the integer of its own width only
+            combined = combined.cast(pa.int32() if pa.types.is_date32(t) else pa.int64())
         as_int = pc.fill_null(combined.cast(pa.int64()), 0)
         return np.asarray(as_int.to_numpy(zero_copy_only=False), dtype=np.int64)
     if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
@@ -328,11 +358,13 @@ def _mask(values: pa.Array) -> npt.NDArray[np.bool_]:
 
 
 def _compare(base: pa.Array, log: pa.Array) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
-    """(base > log, base == log), row-wise; nulls are Hudi's default 0 for numbers, else smallest."""
+    """(base > log, base == log), row-wise; nulls are Hudi's default 0 for numbers (timestamps and
+    dates are numbers of micros and days to Hudi's engines), else smallest."""
     t = base.type
     other = log.cast(t)
-    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
-        zero = pa.scalar(0, type=t) if not pa.types.is_decimal(t) else pa.scalar(0).cast(t)
+    numeric = pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+    if numeric or pa.types.is_timestamp(t) or pa.types.is_date(t):  # a null is 0, as in the ranks
+        zero = pa.scalar(0).cast(t) if pa.types.is_decimal(t) else pa.scalar(0, type=t)
         left, right = pc.fill_null(base, zero), pc.fill_null(other, zero)
         return _mask(pc.greater(left, right)), _mask(pc.equal(left, right))
     b_null = _mask(pc.is_null(base))

@@ -1,8 +1,8 @@
 """Which log blocks of a file slice a read applies, in which order (Hudi's log-record scan).
 
-Blocks are visited in log-file order, then file order. The scan stops at the first block newer
-than the read's instant. Data and delete blocks of instants that did not complete are skipped
-(failed or rolled-back writes), as are blocks outside an incremental range. A ROLLBACK command
+Blocks are visited in log-file order, then file order. Data and delete blocks newer than the
+read's instant are skipped, as are those of instants that did not complete (failed or
+rolled-back writes) and blocks outside an incremental range. A ROLLBACK command
 block cancels every earlier queued block of its target instant, and every queued corrupt block.
 Corrupt blocks that survive are reported and ignored.
 """
@@ -77,7 +77,6 @@ def scan_log_blocks(
             size, file_blocks = len(data), iter_blocks(data, path)
         stats.total_log_files += 1
         stats.total_log_size += size
-        stop = False
         for block in file_blocks:
             stats.total_log_blocks += 1
             if block.is_corrupt:
@@ -89,9 +88,12 @@ def scan_log_blocks(
             ts = block.instant_time
             if ts is None:
                 raise CorruptLogBlockError(f"{path}@{block.offset}: log block has no INSTANT_TIME header")
-            if latest is not None and normalize(ts) > latest:
-                stop = True
-                break
+            if block.block_type is not BlockType.COMMAND and latest is not None and normalize(ts) > latest:
+                # Hudi 1.x skips a data or delete block newer than the read's instant and reads on
+                # (BaseHoodieLogRecordReader.scanInternalV1; 0.x stopped the scan there). Blocks of
+                # two writers of a v6 table can be out of instant order, so a committed block may
+                # follow an inflight newer one. Command blocks apply whatever their instant.
+                continue
             if block.block_type is BlockType.COMMAND:
                 if block.is_rollback:
                     stats.total_rollback_blocks += 1
@@ -106,10 +108,25 @@ def scan_log_blocks(
                 continue
             if instant_range is not None and ts not in instant_range:
                 continue
+            if block.block_type.is_data and _OPERATION_FIELD in (block.schema or ""):
+                raise UnsupportedTableError(_operation_field_refusal(path, block))
             queue.append(block)
-        if stop:
-            break
     return apply_log_compaction([b for b in queue if not b.is_corrupt])
+
+
+_OPERATION_FIELD = '"_hoodie_operation"'
+
+
+def _operation_field_refusal(path: str, block: LogBlock) -> str:
+    """Why a data block with the ``_hoodie_operation`` meta field is refused: its rows marked ``D``
+    or ``-U`` are deletes (``RecordContext.isDeleteHoodieOperation``) in a column hts's reader
+    schema does not carry (Hudi adds it when a data file has it, ``TableSchemaResolver``), so
+    merging without it would bring deleted records back."""
+    return (
+        f"{path}@{block.offset}: refused: log data block of instant {block.instant_time} carries the "
+        "_hoodie_operation meta field (hoodie.allow.operation.metadata.field=true, e.g. Flink's "
+        "changelog mode): hts does not read that column, so its deletes (D, -U) would be missed"
+    )
 
 
 def apply_log_compaction(blocks: list[LogBlock]) -> list[LogBlock]:

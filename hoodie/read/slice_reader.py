@@ -114,7 +114,7 @@ class DeleteBatch:
     keys: list[str]
     partitions: list[str | None]
     ordering_values: list[Any]
-    ordering_classes: list[str | None]
+    ordering_classes: list[Any]  # a wrapper name, None, or a tuple of them (ArrayWrapper)
 
 
 def decode_delete_block(block: LogBlock, table_version: int) -> DeleteBatch:
@@ -146,15 +146,24 @@ def decode_delete_block(block: LogBlock, table_version: int) -> DeleteBatch:
     for entry in record["deleteRecordList"]:
         keys.append(entry["recordKey"])
         partitions.append(entry.get("partitionPath"))
-        ordering = entry.get("orderingVal")
-        if isinstance(ordering, tuple):
-            name, wrapped = ordering
-            classes.append(name.removeprefix(_WRAPPER_PREFIX))
-            values.append(wrapped.get("value") if isinstance(wrapped, dict) else wrapped)
-        else:
-            classes.append(None)
-            values.append(ordering)
+        value, klass = _unwrap_ordering(entry.get("orderingVal"))
+        values.append(value)
+        classes.append(klass)
     return DeleteBatch(keys, partitions, values, classes)
+
+
+def _unwrap_ordering(ordering: Any) -> tuple[Any, Any]:
+    """An ``orderingVal`` union member as (value, wrapper name). Several ordering fields (1.1) are an
+    ``ArrayWrapper`` of wrapped values (``HoodieAvroUtils.wrapValueIntoAvro`` of an
+    ``ArrayComparable``): a tuple of values with a tuple of wrapper names (``None`` for a null)."""
+    if not isinstance(ordering, tuple):
+        return ordering, None
+    name, wrapped = ordering
+    klass = name.removeprefix(_WRAPPER_PREFIX)
+    if klass == "ArrayWrapper":
+        parts = [_unwrap_ordering(v) for v in (wrapped.get("wrappedValues") or [])]
+        return tuple(v for v, _ in parts), tuple(c for _, c in parts)
+    return (wrapped.get("value") if isinstance(wrapped, dict) else wrapped), klass
 
 
 @dataclass

@@ -26,7 +26,12 @@ from hoodie.config.table_config import TableType
 from hoodie.errors import HoodieError, SchemaError, WriteConflictError
 from hoodie.file_group.base_file_writer import write_partition_metadata
 from hoodie.file_group.file_slice import FileGroupId
-from hoodie.file_group.log_writer import ORDERING_WRAPPERS, OrderingWrapper, ordering_wrappers
+from hoodie.file_group.log_writer import (
+    ORDERING_WRAPPERS,
+    OrderingWrapper,
+    ordering_array_wrappers,
+    ordering_wrappers,
+)
 from hoodie.keygen import key_generator_from_properties
 from hoodie.merge.resolve import resolve_merge_config
 from hoodie.merge.vectorized import DeleteEntries, MergeSpec, arrow_family, spec_for
@@ -365,11 +370,26 @@ class HoodieWriter:
     ) -> tuple[list[str], list[str], list[OrderingWrapper | None] | None] | None:
         if deletes is None:
             return None
+        columns = self._ordering_columns(deletes, spec)
+        if columns is not None:  # several ordering fields: an ArrayWrapper, as Hudi 1.1 writes it
+            return deletes.keys.to_pylist(), deletes.partitions.to_pylist(), ordering_array_wrappers(columns)
         column = self._ordering_column(deletes, spec)
         wrappers = None if column is None else ordering_wrappers(column)
         return deletes.keys.to_pylist(), deletes.partitions.to_pylist(), wrappers
 
+    def _ordering_columns(self, rows: PreparedInput, spec: MergeSpec) -> list[pa.ChunkedArray] | None:
+        """The ordering columns a delete carries under event-time ordering on several fields."""
+        names = spec.ordering_fields
+        if not spec.event_time or len(names) < 2 or not set(names) <= set(rows.data.column_names):
+            return None
+        columns = [rows.data[n] for n in names]
+        return None if all(c.null_count == rows.num_rows for c in columns) else columns
+
     def _delete_entries(self, deletes: PreparedInput, spec: MergeSpec) -> DeleteEntries:
+        columns = self._ordering_columns(deletes, spec)
+        if columns is not None:  # an ArrayComparable: each value's class follows from its type
+            values = list(zip(*(c.to_pylist() for c in columns), strict=True))
+            return DeleteEntries(deletes.keys, values, ["ArrayWrapper"] * len(values))
         column = self._ordering_column(deletes, spec)
         if column is None:
             return DeleteEntries(deletes.keys, [None] * deletes.num_rows, [None] * deletes.num_rows)

@@ -245,7 +245,9 @@ def test_ordering_classes() -> None:
     assert ordering_class_of_arrow(pa.float32()) is OrderingClass.FLOAT
     assert ordering_class_of_arrow(pa.float64()) is OrderingClass.DOUBLE
     assert ordering_class_of_arrow(pa.string()) is OrderingClass.STRING
-    assert ordering_class_of_arrow(pa.timestamp("us")) is OrderingClass.TIMESTAMP
+    # Spark's rows (and Avro's) hold a timestamp as a Long of micros and a date as an Integer of days
+    assert ordering_class_of_arrow(pa.timestamp("us")) is OrderingClass.LONG
+    assert ordering_class_of_arrow(pa.date32()) is OrderingClass.INTEGER
     with pytest.raises(SchemaError):
         ordering_class_of_arrow(pa.struct([("x", pa.int32())]))
     schema = pa.schema([("k", pa.string()), ("ts", pa.int32())])
