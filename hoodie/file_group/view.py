@@ -124,6 +124,26 @@ class ListingColumns:
     def listings(self) -> list[PartitionListing]:
         return [PartitionListing.cut(self, at) for at in range(len(self.partitions))]
 
+    def names_by_partition(self) -> dict[str, list[str]]:
+        """Partition -> its file names (each a :class:`ListedNames`), in partition order."""
+        names = self.names.to_pylist()
+        bounds = self.bounds.tolist()
+        return {
+            p: ListedNames(PartitionListing.cut(self, at), names[bounds[at] : bounds[at + 1]])
+            for at, p in enumerate(self.partitions)
+        }
+
+
+class ListedNames(list[str]):
+    """A partition's file names with the listing they were cut from, whose columns a file index
+    over them takes whole (``FileIndex.build``) instead of the names."""
+
+    __slots__ = ("listing",)
+
+    def __init__(self, listing: PartitionListing, names: list[str]) -> None:
+        super().__init__(names)
+        self.listing = listing
+
 
 def list_partition_paths(fileio: FileIO, base_path: str) -> list[str]:
     """Every partition (a folder holding ``.hoodie_partition_metadata``), relative to ``base_path``.

@@ -220,9 +220,10 @@ class MetadataTable:
                 in_slice.setdefault(key, []).append((value, schema))
             for key, found in in_slice.items():
                 versions.setdefault(key, []).append(found)
-        once = [k for k, v in versions.items() if len(v) == 1 and len(v[0]) == 1 and v[0][0][1] is None]
-        once = [k for k in once if versions[k][0][0][0]]
-        decoded = decode_file_lists([versions[k][0][0][0] or b"" for k in once])
+        # Keys written once (one version, in one slice) with the reader's schema: decoded at once.
+        single = {k: v[0][0][0] for k, v in versions.items() if len(v) == 1 and len(v[0]) == 1}
+        once = [k for k, value in single.items() if value and versions[k][0][0][1] is None]
+        decoded = decode_file_lists([single[k] or b"" for k in once])
         live = ~decoded.deleted
         part = np.asarray([position[k] for k in once], dtype=np.int64)[decoded.record]
         parts, names, sizes = [part[live]], [decoded.name.filter(pa.array(live))], [decoded.size[live]]

@@ -39,7 +39,7 @@ import numpy as np
 import pyarrow as pa
 
 from hoodie.file_group.file_index import FileIndex, group_any, group_max, group_min, paused_gc
-from hoodie.file_group.view import PARTITION_METAFILE, PartitionListing
+from hoodie.file_group.view import PARTITION_METAFILE, ListedNames, PartitionListing
 from hoodie.io.fileio import FileIO, join
 from hoodie.models.clean import ActionInstant, CleanerPlan, CleanFileInfo, CleaningPolicy, CleanMetadata
 from hoodie.models.commit import ReplaceCommitMetadata
@@ -507,7 +507,7 @@ def _with_more_than_one_slice(
 
 def _listing(partition: str, names: Sequence[str]) -> PartitionListing:
     """The listing of ``names`` (sizes do not matter to the cut), or the one they were cut from."""
-    if isinstance(names, _CutNames):
+    if isinstance(names, ListedNames):
         return names.listing
     return PartitionListing(partition, list(names), [0] * len(names))
 
@@ -518,28 +518,7 @@ def _lister(table: HoodieTable, timeline: ActiveTimeline) -> Callable[[Sequence[
     files = metadata_files(table, timeline)
     if files is None:
         return lambda partitions: list_partitions(table.fileio, table.base_path, partitions)
-
-    def from_columns(partitions: Sequence[str] | None) -> TableListing:
-        columns = files(partitions)
-        names = columns.names.to_pylist()
-        bounds = columns.bounds.tolist()
-        return {
-            p: _CutNames(names[bounds[at] : bounds[at + 1]], PartitionListing.cut(columns, at))
-            for at, p in enumerate(columns.partitions)
-        }
-
-    return from_columns
-
-
-class _CutNames(list[str]):
-    """A partition's file names listed from the metadata table, with the listing they were cut
-    from (whose columns the file index takes whole)."""
-
-    __slots__ = ("listing",)
-
-    def __init__(self, names: list[str], listing: PartitionListing) -> None:
-        super().__init__(names)
-        self.listing = listing
+    return lambda partitions: files(partitions).names_by_partition()
 
 
 @dataclass(frozen=True)
