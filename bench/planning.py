@@ -36,6 +36,8 @@ class PlanningTimes:
     build: float
     listing: float
     planning: dict[str, float]
+    cpu: dict[str, float]
+    """The best process CPU time (user + system) of the listing and of each planner, by name."""
 
 
 def _instant(commit: int, millis: int = 0) -> str:
@@ -111,17 +113,21 @@ def build(path: Path, partitions: int, groups: int, *, metadata_table: bool) -> 
     return files
 
 
-def _best_interleaved(fns: dict[str, Callable[[], object]], repeat: int) -> dict[str, float]:
-    """The best of ``repeat`` wall-clock runs of each of ``fns``, run in turn (the listing, then
-    every planner, ``repeat`` times over): a shared machine's load then weighs on the listing and
-    the planners alike, rather than on whichever ran in a busy stretch."""
-    best = dict.fromkeys(fns, float("inf"))
+def _best_interleaved(
+    fns: dict[str, Callable[[], object]], repeat: int
+) -> tuple[dict[str, float], dict[str, float]]:
+    """The best of ``repeat`` runs of each of ``fns`` (wall clock, and process CPU time), run in
+    turn (the listing, then every planner, ``repeat`` times over): a shared machine's load then
+    weighs on the listing and the planners alike, rather than on whichever ran in a busy stretch."""
+    wall = dict.fromkeys(fns, float("inf"))
+    cpu = dict.fromkeys(fns, float("inf"))
     for _ in range(repeat):
         for name, fn in fns.items():
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             fn()
-            best[name] = min(best[name], time.perf_counter() - start)
-    return best
+            wall[name] = min(wall[name], time.perf_counter() - start)
+            cpu[name] = min(cpu[name], time.process_time() - start_cpu)
+    return wall, cpu
 
 
 def time_planning(
@@ -159,7 +165,8 @@ def time_planning(
         "clustering": lambda: plan_clustering(table, ClusteringPolicy(), timeline),
         "clean": lambda: plan_clean(table, CleanPolicy(commits_retained=1), timeline=timeline),
     }
-    best = _best_interleaved({"listing": bare, **planners}, repeat)
-    listing = best.pop("listing")
-    planning = best
-    return PlanningTimes(metadata_table, partitions, partitions * groups, files, built, listing, planning)
+    planning, cpu = _best_interleaved({"listing": bare, **planners}, repeat)
+    listing = planning.pop("listing")
+    return PlanningTimes(
+        metadata_table, partitions, partitions * groups, files, built, listing, planning, cpu
+    )
