@@ -8,6 +8,10 @@ one builds a dict per record and per file; here every record is walked at once, 
 step across all records (numpy over the records' read positions), and the file names are cut out
 of the values' bytes as one Arrow array.
 
+The layout is Hudi's ``HoodieMetadataRecord`` (hudi-common ``HoodieMetadata.avsc``, read by
+``HoodieMetadataPayload``); a map's blocks are Avro's (``org.apache.avro.io.BinaryDecoder``
+``readMapStart``/``mapNext``): a count, negative when the block's byte size follows, until a zero.
+
 Records this walk does not take (another type, a map of more than ``MAX_ENTRIES`` entries, bytes
 that do not follow the layout) are reported back, for :func:`hoodie.metadata.records.decode_payload`.
 """
