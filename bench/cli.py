@@ -468,9 +468,10 @@ def planning_section(args: argparse.Namespace) -> None:
             f"metadata table {'on' if metadata_table else 'off'}, best of {args.repeat} "
             f"(table built or reused in {t.build:.1f}s):"
         )
-        print(f"  {t.listing:7.3f}s  bare listing of {where}")
+        print(f"  {t.listing:7.3f}s  bare listing of {where}  (CPU {t.cpu['listing']:.3f}s)")
         for name, seconds in t.planning.items():
-            print(f"  {seconds:7.3f}s  {name} planning")
+            ratio = t.cpu[name] / t.cpu["listing"]
+            print(f"  {seconds:7.3f}s  {name} planning  (CPU {t.cpu[name]:.3f}s, {ratio:.2f}x the listing's)")
             label = f"{name} planning / listing, metadata table {'on' if metadata_table else 'off'}"
             found.append(Target(label, seconds / t.listing, planning.TARGET_VS_LISTING, "x"))
     print(format_targets(found))

@@ -18,7 +18,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
 import pyarrow as pa
 
@@ -26,7 +25,6 @@ TARGET_VS_LISTING = 2.0
 PARTITIONS = int(os.environ.get("HTS_BENCH_PLANNING_PARTITIONS", "10000"))
 GROUPS = int(os.environ.get("HTS_BENCH_PLANNING_GROUPS", "20"))
 TOUCHED = 100
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -38,6 +36,8 @@ class PlanningTimes:
     build: float
     listing: float
     planning: dict[str, float]
+    cpu: dict[str, float]
+    """The best process CPU time (user + system) of the listing and of each planner, by name."""
 
 
 def _instant(commit: int, millis: int = 0) -> str:
@@ -113,13 +113,21 @@ def build(path: Path, partitions: int, groups: int, *, metadata_table: bool) -> 
     return files
 
 
-def _best(fn: Callable[[], T], repeat: int) -> float:
-    best = float("inf")
+def _best_interleaved(
+    fns: dict[str, Callable[[], object]], repeat: int
+) -> tuple[dict[str, float], dict[str, float]]:
+    """The best of ``repeat`` runs of each of ``fns`` (wall clock, and process CPU time), run in
+    turn (the listing, then every planner, ``repeat`` times over): a shared machine's load then
+    weighs on the listing and the planners alike, rather than on whichever ran in a busy stretch."""
+    wall = dict.fromkeys(fns, float("inf"))
+    cpu = dict.fromkeys(fns, float("inf"))
     for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
+        for name, fn in fns.items():
+            start, start_cpu = time.perf_counter(), time.process_time()
+            fn()
+            wall[name] = min(wall[name], time.perf_counter() - start)
+            cpu[name] = min(cpu[name], time.process_time() - start_cpu)
+    return wall, cpu
 
 
 def time_planning(
@@ -143,10 +151,11 @@ def time_planning(
     built = time.perf_counter() - start
     table = HoodieTable.open(str(path))
     timeline = table.reload()
-    if metadata_table:
-        listing = _best(lambda: MetadataTable.open(table, timeline).list_files(), repeat)
-    else:
-        listing = _best(lambda: list_partitions(table.fileio, table.base_path), repeat)
+    bare: Callable[[], object] = (
+        (lambda: MetadataTable.open(table, timeline).list_files())
+        if metadata_table
+        else (lambda: list_partitions(table.fileio, table.base_path))
+    )
     planners: dict[str, Callable[[], object]] = {
         "compaction": lambda: plan_compaction(table, CompactionPolicy(incremental=False), timeline),
         f"incremental compaction ({TOUCHED} partitions written since)": lambda: plan_compaction(
@@ -156,5 +165,8 @@ def time_planning(
         "clustering": lambda: plan_clustering(table, ClusteringPolicy(), timeline),
         "clean": lambda: plan_clean(table, CleanPolicy(commits_retained=1), timeline=timeline),
     }
-    planning = {name: _best(fn, repeat) for name, fn in planners.items()}
-    return PlanningTimes(metadata_table, partitions, partitions * groups, files, built, listing, planning)
+    planning, cpu = _best_interleaved({"listing": bare, **planners}, repeat)
+    listing = planning.pop("listing")
+    return PlanningTimes(
+        metadata_table, partitions, partitions * groups, files, built, listing, planning, cpu
+    )

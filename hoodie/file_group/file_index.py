@@ -67,16 +67,8 @@ class FileIndex:
 
     @classmethod
     def build(cls, listings: Sequence[PartitionListing]) -> FileIndex:
-        names: list[str] = []
-        sizes: list[int] = []
-        counts: list[int] = []
-        for listing in listings:
-            names.extend(listing.names)
-            sizes.extend(listing.sizes)
-            counts.append(len(listing.names))
+        every, size_all, counts = _columns(listings)
         part_all = np.repeat(np.arange(len(listings), dtype=np.int64), counts)
-        size_all = np.asarray(sizes, dtype=np.int64)
-        every = pa.array(names, pa.string())
         dot = np.asarray(pc.starts_with(every, ".").to_numpy(zero_copy_only=False), dtype=bool)
         # Base names never start with a dot and log names always do (``partition_listing``).
         base_rows, base = _base_files(every, np.flatnonzero(~dot))
@@ -170,6 +162,30 @@ class FileIndex:
             else:
                 out.append((part, BaseFile(file_id, token, instant, ext, size)))
         return out
+
+
+def _columns(listings: Sequence[PartitionListing]) -> tuple[pa.Array, Ints, Ints]:
+    """Names and sizes of every listing, one after the other, and each listing's count: taken
+    from the columns they were cut from when all were cut from the same, else from their lists."""
+    cut = [listing.columns for listing in listings]
+    block = cut[0][0] if cut and cut[0] is not None else None
+    if block is not None and all(c is not None and c[0] is block for c in cut):
+        at = np.asarray([c[1] for c in cut if c is not None], dtype=np.int64)
+        starts, stops = block.bounds[at], block.bounds[at + 1]
+        counts = stops - starts
+        if np.array_equal(at, np.arange(len(block.partitions))):
+            return block.names, block.sizes, counts
+        first = np.cumsum(counts) - counts
+        rows = np.arange(int(counts.sum()), dtype=np.int64) + np.repeat(starts - first, counts)
+        return block.names.take(pa.array(rows, pa.int64())), block.sizes[rows], counts
+    names: list[str] = []
+    sizes: list[int] = []
+    lengths: list[int] = []
+    for listing in listings:
+        names.extend(listing.names)
+        sizes.extend(listing.sizes)
+        lengths.append(len(listing.names))
+    return pa.array(names, pa.string()), np.asarray(sizes, dtype=np.int64), np.asarray(lengths, np.int64)
 
 
 def _matching(names: pa.Array, rows: Ints, pattern: str) -> tuple[Ints, pa.Array]:

@@ -18,6 +18,11 @@ It applies Apache Hudi's visibility rules when building slices from a storage li
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
 
 from hoodie.file_group.base_file import BaseFile
 from hoodie.file_group.file_slice import FileGroup, FileGroupId, FileSlice
@@ -35,19 +40,51 @@ _PARTITION_METAFILES = (PARTITION_METAFILE, PARTITION_METAFILE + ".parquet", PAR
 class PartitionListing:
     """The files found in one partition folder: names and sizes, parsed into base and log files
     on first use (planners over many partitions parse whole listings at once instead, through
-    :class:`hoodie.file_group.file_index.FileIndex`)."""
+    :class:`hoodie.file_group.file_index.FileIndex`). A listing cut from :class:`ListingColumns`
+    holds its rows there and makes Python lists of them only when asked."""
 
-    __slots__ = ("_parsed", "names", "partition_path", "sizes")
+    __slots__ = ("_at", "_columns", "_names", "_parsed", "_sizes", "partition_path")
 
     def __init__(self, partition_path: str, names: list[str], sizes: list[int]) -> None:
         self.partition_path = partition_path
-        self.names = names
-        self.sizes = sizes
+        self._names: list[str] | None = names
+        self._sizes: list[int] | None = sizes
+        self._columns: ListingColumns | None = None
+        self._at = -1
         self._parsed: tuple[tuple[BaseFile, ...], tuple[LogFile, ...]] | None = None
 
     @classmethod
     def of(cls, partition_path: str, files: Mapping[str, int]) -> PartitionListing:
         return cls(partition_path, list(files), list(files.values()))
+
+    @classmethod
+    def cut(cls, columns: ListingColumns, at: int) -> PartitionListing:
+        """Partition ``at`` of ``columns``."""
+        listing = cls(columns.partitions[at], [], [])
+        listing._names = listing._sizes = None
+        listing._columns, listing._at = columns, at
+        return listing
+
+    @property
+    def columns(self) -> tuple[ListingColumns, int] | None:
+        """The columns this listing was cut from and its partition's position there, if any."""
+        return None if self._columns is None else (self._columns, self._at)
+
+    @property
+    def names(self) -> list[str]:
+        if self._names is None:
+            assert self._columns is not None
+            start, stop = self._columns.bounds[self._at : self._at + 2].tolist()
+            self._names = self._columns.names[start:stop].to_pylist()
+        return self._names
+
+    @property
+    def sizes(self) -> list[int]:
+        if self._sizes is None:
+            assert self._columns is not None
+            start, stop = self._columns.bounds[self._at : self._at + 2].tolist()
+            self._sizes = self._columns.sizes[start:stop].tolist()
+        return self._sizes
 
     def _parse(self) -> tuple[tuple[BaseFile, ...], tuple[LogFile, ...]]:
         if self._parsed is None:
@@ -72,6 +109,40 @@ class PartitionListing:
     @property
     def log_files(self) -> tuple[LogFile, ...]:
         return self._parse()[1]
+
+
+@dataclass(frozen=True)
+class ListingColumns:
+    """The files of many partitions as columns (e.g. decoded from the metadata table's ``files``
+    partition): partition ``i`` holds rows ``bounds[i]:bounds[i + 1]``, in its listing order."""
+
+    partitions: list[str]
+    bounds: npt.NDArray[np.int64]
+    names: pa.StringArray
+    sizes: npt.NDArray[np.int64]
+
+    def listings(self) -> list[PartitionListing]:
+        return [PartitionListing.cut(self, at) for at in range(len(self.partitions))]
+
+    def names_by_partition(self) -> dict[str, list[str]]:
+        """Partition -> its file names (each a :class:`ListedNames`), in partition order."""
+        names = self.names.to_pylist()
+        bounds = self.bounds.tolist()
+        return {
+            p: ListedNames(PartitionListing.cut(self, at), names[bounds[at] : bounds[at + 1]])
+            for at, p in enumerate(self.partitions)
+        }
+
+
+class ListedNames(list[str]):
+    """A partition's file names with the listing they were cut from, whose columns a file index
+    over them takes whole (``FileIndex.build``) instead of the names."""
+
+    __slots__ = ("listing",)
+
+    def __init__(self, listing: PartitionListing, names: list[str]) -> None:
+        super().__init__(names)
+        self.listing = listing
 
 
 def list_partition_paths(fileio: FileIO, base_path: str) -> list[str]:

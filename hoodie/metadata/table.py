@@ -12,16 +12,21 @@ whose data commit failed is invisible, as it is to Apache Hudi's readers.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
 
 from hoodie.config.table_config import METAFOLDER, TableConfig, read_table_properties
 from hoodie.errors import TableNotFoundError
 from hoodie.file_group.file_slice import FileSlice
 from hoodie.file_group.log_block import BlockType
-from hoodie.file_group.view import FileSystemView
+from hoodie.file_group.view import FileSystemView, ListingColumns
 from hoodie.hfile.reader import HFileReader
 from hoodie.io.fileio import join
+from hoodie.metadata.files_columns import decode_file_lists
 from hoodie.metadata.keys import ALL_PARTITIONS_KEY, NON_PARTITIONED_NAME, file_group_indexes
 from hoodie.metadata.records import (
     MetadataPartition,
@@ -101,8 +106,20 @@ class MetadataTable:
 
     def read_slice(self, file_slice: FileSlice, keys: set[str] | None = None) -> dict[str, Payload | None]:
         """Merged records of one metadata file slice (None marks a deleted key)."""
-        fileio = self.table.fileio
         out: dict[str, Payload | None] = {}
+        version = self.table_version
+        for key, value, schema in self._slice_values(file_slice, keys):
+            newer = decode_payload(value, version, schema) if value else None
+            out[key] = merge_payloads(out.get(key), newer)
+        return out
+
+    def _slice_values(
+        self, file_slice: FileSlice, keys: set[str] | None
+    ) -> Iterator[tuple[str, bytes | None, Any | None]]:
+        """Every version of the (wanted) keys of one metadata file slice, oldest first: the base
+        file's, then each valid log block's; a value of None (or empty) deletes the key. With the
+        parsed writer schema of each (None: the reader's own)."""
+        fileio = self.table.fileio
         version = self.table_version
 
         def wanted(key: str) -> bool:
@@ -120,7 +137,7 @@ class MetadataTable:
             for raw_key, value in items:
                 key = raw_key.decode("utf-8")
                 if wanted(key):
-                    out[key] = decode_payload(value, version, schema) if value else None
+                    yield key, value, schema
 
         blocks = scan_log_blocks(
             fileio,
@@ -137,13 +154,11 @@ class MetadataTable:
                 for raw_key, value in reader.items():
                     key = raw_key.decode("utf-8")
                     if wanted(key):
-                        newer = decode_payload(value, version, schema) if value else None
-                        out[key] = merge_payloads(out.get(key), newer)
+                        yield key, value, schema
             elif block.block_type is BlockType.DELETE:
                 for key in decode_delete_block(block, version).keys:
                     if wanted(key):
-                        out[key] = None
-        return out
+                        yield key, None, None
 
     def read_partition(self, partition: str, keys: Iterable[str] | None = None) -> dict[str, Payload]:
         """Live records of metadata partition ``partition`` (all, or those of ``keys``)."""
@@ -188,3 +203,55 @@ class MetadataTable:
             files = (record or {}).get("filesystemMetadata") or {}
             out[partition] = {n: int(i["size"]) for n, i in files.items() if not i["isDeleted"]}
         return out
+
+    def file_columns(self, partitions: Iterable[str] | None = None) -> ListingColumns:
+        """``list_files`` as columns, partitions sorted: the same files in the same order, decoded
+        without a dict per partition or per file (:mod:`hoodie.metadata.files_columns`) for the
+        keys written once with the reader's schema; keys with several versions are merged record
+        by record, as ``read_partition`` merges them."""
+        wanted = sorted(set(partitions)) if partitions is not None else self.all_partitions()
+        keys = [p or NON_PARTITIONED_NAME for p in wanted]
+        position = {k: i for i, k in enumerate(keys)}
+        # Per key, its versions in each file slice holding it (one slice, in practice).
+        versions: dict[str, list[list[tuple[bytes | None, Any | None]]]] = {}
+        for file_slice in self.file_slices(MetadataPartition.FILES):
+            in_slice: dict[str, list[tuple[bytes | None, Any | None]]] = {}
+            for key, value, schema in self._slice_values(file_slice, set(keys)):
+                in_slice.setdefault(key, []).append((value, schema))
+            for key, found in in_slice.items():
+                versions.setdefault(key, []).append(found)
+        # Keys written once (one version, in one slice) with the reader's schema: decoded at once.
+        single = {k: v[0][0][0] for k, v in versions.items() if len(v) == 1 and len(v[0]) == 1}
+        once = [k for k, value in single.items() if value and versions[k][0][0][1] is None]
+        decoded = decode_file_lists([single[k] or b"" for k in once])
+        live = ~decoded.deleted
+        part = np.asarray([position[k] for k in once], dtype=np.int64)[decoded.record]
+        parts, names, sizes = [part[live]], [decoded.name.filter(pa.array(live))], [decoded.size[live]]
+        taken = {k for k, ok in zip(once, decoded.taken.tolist(), strict=True) if ok}
+        for key, in_slices in versions.items():
+            if key not in taken:
+                files = self._merged_files(in_slices)
+                parts.append(np.full(len(files), position[key], dtype=np.int64))
+                names.append(pa.array(list(files), pa.string()))
+                sizes.append(np.asarray(list(files.values()), dtype=np.int64))
+        at = np.concatenate(parts)
+        order = np.argsort(at, kind="stable")  # by partition, each in its record's order
+        return ListingColumns(
+            partitions=wanted,
+            bounds=np.concatenate([[0], np.cumsum(np.bincount(at, minlength=len(keys)))]).astype(np.int64),
+            names=pa.concat_arrays(names).take(pa.array(order, pa.int64())),
+            sizes=np.concatenate(sizes)[order],
+        )
+
+    def _merged_files(self, in_slices: list[list[tuple[bytes | None, Any | None]]]) -> dict[str, int]:
+        """Live files of one key's versions: merged within each slice, the last live slice's."""
+        record: Payload | None = None
+        for found in in_slices:
+            merged: Payload | None = None
+            for value, schema in found:
+                newer = decode_payload(value, self.table_version, schema) if value else None
+                merged = merge_payloads(merged, newer)
+            if is_live(merged):
+                record = merged
+        files = (record or {}).get("filesystemMetadata") or {}
+        return {n: int(i["size"]) for n, i in files.items() if not i["isDeleted"]}

@@ -39,7 +39,7 @@ import numpy as np
 import pyarrow as pa
 
 from hoodie.file_group.file_index import FileIndex, group_any, group_max, group_min, paused_gc
-from hoodie.file_group.view import PARTITION_METAFILE, PartitionListing
+from hoodie.file_group.view import PARTITION_METAFILE, ListedNames, PartitionListing
 from hoodie.io.fileio import FileIO, join
 from hoodie.models.clean import ActionInstant, CleanerPlan, CleanFileInfo, CleaningPolicy, CleanMetadata
 from hoodie.models.commit import ReplaceCommitMetadata
@@ -476,7 +476,7 @@ def _with_more_than_one_slice(
     """
     whole = {p for p in partitions if p in facts.replaced or any(n.endswith(".cdc") for n in listed[p])}
     rest = [p for p in partitions if p not in whole]
-    index = FileIndex.build([PartitionListing(p, list(listed[p]), [0] * len(listed[p])) for p in rest])
+    index = FileIndex.build([_listing(p, listed[p]) for p in rest])
     groups, rank = index.num_groups, index.instant_rank
     bases, logs = ~index.is_log, index.is_log
     base_max = group_max(index.group[bases], rank[bases], groups)
@@ -505,13 +505,20 @@ def _with_more_than_one_slice(
     return out
 
 
+def _listing(partition: str, names: Sequence[str]) -> PartitionListing:
+    """The listing of ``names`` (sizes do not matter to the cut), or the one they were cut from."""
+    if isinstance(names, ListedNames):
+        return names.listing
+    return PartitionListing(partition, list(names), [0] * len(names))
+
+
 def _lister(table: HoodieTable, timeline: ActiveTimeline) -> Callable[[Sequence[str] | None], TableListing]:
     """File names per partition: from the metadata table's ``files`` partition when the table has
     one (Hudi's clean planner reads its metadata-backed file-system view), else from storage."""
     files = metadata_files(table, timeline)
     if files is None:
         return lambda partitions: list_partitions(table.fileio, table.base_path, partitions)
-    return lambda partitions: {p: list(names) for p, names in sorted(files(partitions).items())}
+    return lambda partitions: files(partitions).names_by_partition()
 
 
 @dataclass(frozen=True)

@@ -27,13 +27,13 @@ import datetime as dt
 import logging
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from hoodie.errors import TableServiceError, UnsupportedTableError
 from hoodie.file_group.file_index import paused_gc
@@ -336,34 +336,29 @@ def _slice_size(s: FileSlice, policy: ClusteringPolicy) -> int:
     return s.base_file.size if s.base_file is not None else policy.parquet_max_file_size
 
 
-class _Candidate(NamedTuple):
-    """An eligible latest slice: its file group and size (``_slice_size``)."""
-
-    file_id: str
-    size: int
-
-
 def _groups_for_partition(
-    slices: list[_Candidate], policy: ClusteringPolicy
-) -> tuple[list[list[_Candidate]], bool]:
-    """Bin-pack one partition's eligible slices; True when the group limit left slices out."""
-    ordered = sorted(slices, key=lambda s: (-s.size, s.file_id))
-    packed: list[list[_Candidate]] = []
-    current: list[_Candidate] = []
+    sizes: Sequence[int], total: int, policy: ClusteringPolicy
+) -> tuple[list[tuple[int, int]], bool]:
+    """Bin-pack one partition's eligible slices (``sizes``, largest first, ties by file id) into
+    ranges of their positions; True when the group limit left slices out. Slices that fit one
+    group together (``total``) are that group, as the loop would find."""
+    single_ok = policy.single_group_clustering or bool(parse_sort_columns(policy.sort_columns))
+    if total <= policy.max_bytes_per_group:
+        return ([(0, len(sizes))] if len(sizes) > 1 or (len(sizes) == 1 and single_ok) else []), False
+    packed: list[tuple[int, int]] = []
+    first = 0
     total = 0
     partial = False
-    for s in ordered:
-        if current and total + s.size > policy.max_bytes_per_group:
-            packed.append(current)
-            current, total = [], 0
+    for at, size in enumerate(sizes):
+        if at > first and total + size > policy.max_bytes_per_group:
+            packed.append((first, at))
+            first, total = at, 0
             if len(packed) >= policy.max_num_groups:
                 partial = True
                 break
-        current.append(s)
-        total += s.size
-    single_ok = policy.single_group_clustering or bool(parse_sort_columns(policy.sort_columns))
-    if current and not partial and (len(current) > 1 or single_ok):
-        packed.append(current)
+        total += size
+    if len(sizes) > first and not partial and (len(sizes) - first > 1 or single_ok):
+        packed.append((first, len(sizes)))
     return packed, partial
 
 
@@ -404,34 +399,48 @@ def _plan_groups(
     """The packed groups of latest slices (objects only for those the plan takes), whether the plan
     is incremental; partitions left out are added to ``missing``. None when nothing qualifies."""
     index = view.file_index(partitions)
-    # The latest slice of every live file group, as arrays: (file id, base file size or -1 for none).
+    # The latest slice of every live file group, as arrays: (group, base file size or -1 for none).
     numbers, base_sizes = view.latest_base_sizes(index, exclude=busy)
     small = np.maximum(base_sizes, 0) < policy.small_file_limit
     numbers, base_sizes = numbers[small], base_sizes[small]
-    file_ids = index.file_id.take(pa.array(index.first_rows(numbers))).to_pylist()
-    by_partition: dict[int, list[_Candidate]] = {}
-    for part, file_id, size in zip(
-        index.group_part(numbers).tolist(), file_ids, base_sizes.tolist(), strict=True
-    ):
-        by_partition.setdefault(part, []).append(
-            _Candidate(file_id, size if size >= 0 else policy.parquet_max_file_size)
-        )
-    packed: list[tuple[str, list[_Candidate]]] = []
+    sizes = np.where(base_sizes >= 0, base_sizes, policy.parquet_max_file_size)  # _slice_size
+    # By partition (the index's partitions are ``partitions``), then largest first, ties by file id.
+    parts = index.group_part(numbers)
+    id_rank = np.empty(len(index.file_ids), dtype=np.int64)
+    id_rank[np.asarray(pc.sort_indices(index.file_ids).to_numpy(), dtype=np.int64)] = np.arange(
+        len(index.file_ids), dtype=np.int64
+    )
+    ids = index.group_keys[numbers] % max(len(index.file_ids), 1)
+    order = np.lexsort((id_rank[ids], -sizes, parts))
+    numbers, sizes = numbers[order], sizes[order]
+    bounds = np.searchsorted(parts[order], np.arange(len(partitions) + 1)).tolist()
+    totals = np.add.reduceat(sizes, bounds[:-1]).tolist() if len(sizes) else [0] * len(partitions)
+    packed: list[tuple[str, int, int]] = []  # partition and a range of the ordered slices
     incremental = policy.incremental_for(table.table_version)
     for part, partition in enumerate(partitions):
-        found, partial = _groups_for_partition(by_partition.get(part, []), policy)
+        lo, hi = bounds[part], bounds[part + 1]
+        total = int(totals[part]) if hi > lo else 0
+        fits = total <= policy.max_bytes_per_group
+        found, partial = _groups_for_partition(
+            range(hi - lo) if fits else sizes[lo:hi].tolist(), total, policy
+        )
         if len(found) > policy.max_num_groups or partial:
             missing.append(partition)
-        packed.extend((partition, g) for g in found[: policy.max_num_groups])
+        packed.extend((partition, lo + start, lo + stop) for start, stop in found[: policy.max_num_groups])
     if len(packed) > policy.max_num_groups:
-        missing.extend(partition for partition, _ in packed[policy.max_num_groups :])
+        missing.extend(partition for partition, _, _ in packed[policy.max_num_groups :])
         packed = packed[: policy.max_num_groups]
     if not packed:
         return None
     # Objects only for the file groups the plan takes.
-    taken = index.group_mask([(partition, c.file_id) for partition, g in packed for c in g])
+    chosen = np.concatenate([numbers[start:stop] for _, start, stop in packed])
+    taken = np.zeros(index.num_groups, dtype=bool)
+    taken[chosen] = True
     latest = {s.group_id: s for s in view.latest_slices(index, taken)}
-    groups = [[latest[FileGroupId(partition, c.file_id)] for c in g] for partition, g in packed]
+    file_ids = iter(index.file_id.take(pa.array(index.first_rows(chosen))).to_pylist())
+    groups = [
+        [latest[FileGroupId(p, next(file_ids))] for _ in range(stop - start)] for p, start, stop in packed
+    ]
     return groups, incremental
 
 

@@ -35,6 +35,7 @@ import pyarrow.parquet as pq
 
 from hoodie.config.table_config import RecordMergeMode
 from hoodie.errors import TableServiceError, UnsupportedTableError
+from hoodie.file_group.file_index import group_any
 from hoodie.file_group.file_slice import FileGroupId, FileSlice
 from hoodie.file_group.log_block import BlockType, HeaderKey, LogBlock, encode_block
 from hoodie.file_group.log_file import LogFile
@@ -176,7 +177,9 @@ def plan_log_compaction(
     latest = last.requested_time if last else None
     ops: list[CompactionOperation] = []
     index = view.file_index(view.partitions())
-    for file_slice in view.latest_slices(index, view.with_log_files(index, exclude=busy)):
+    # Groups whose every log file is empty (as listed) have no blocks to scan: no slice objects.
+    written = group_any(index.group[index.is_log & (index.size > 0)], index.num_groups)
+    for file_slice in view.latest_slices(index, view.with_log_files(index, exclude=busy) & written):
         if not any(lf.size for lf in file_slice.log_files):
             continue  # no log files, or only empty ones (as listed): no blocks to scan
         blocks = scan_log_blocks(
