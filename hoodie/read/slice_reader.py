@@ -32,6 +32,7 @@ from hoodie.merge.vectorized import (
 )
 from hoodie.models.codec import load_schema
 from hoodie.read.log_scanner import InstantRange, ScanStats, scan_log_blocks
+from hoodie.read.read_ahead import ReadAhead
 from hoodie.schema.avro_arrow import avro_to_arrow_schema, conform, decode_avro_block_content
 from hoodie.schema.internal_schema import SchemaOnRead
 from hoodie.shape.partial_blocks import check_partial_blocks
@@ -57,6 +58,8 @@ def project_table(table: pa.Table, schema: pa.Schema, where: str) -> pa.Table:
 
 
 BASE_BATCH_ROWS = 262_144  # memory holds one batch of the base file at a time
+#: Base batches decoded ahead of the merge while a slice with logs is read (:class:`ReadAhead`).
+BASE_READ_AHEAD = 2
 _STREAM_BUFFER = 8 * 1024 * 1024
 
 
@@ -210,12 +213,27 @@ def iter_read_slice(
     """The merged rows of one slice in parts: the base file streams through the merge in batches,
     so memory holds one batch of it plus the decoded log blocks."""
     base_file = file_slice.base_file_path(base_path)
-    base_batches: Iterable[pa.Table] = (
-        iter_parquet(fileio, base_file, opts.schema, on_read=opts.on_read) if base_file else ()
-    )
     if not file_slice.log_files:
-        yield from base_batches
+        if base_file:
+            yield from iter_parquet(fileio, base_file, opts.schema, on_read=opts.on_read)
         return
+    if not base_file:
+        yield from _iter_merge_logs(fileio, base_path, file_slice, opts, ())
+        return
+    # The base file is decoded on a thread from now on, while the logs are scanned and decoded here.
+    with ReadAhead(
+        iter_parquet(fileio, base_file, opts.schema, on_read=opts.on_read), BASE_READ_AHEAD, "hts-base-read"
+    ) as base_batches:
+        yield from _iter_merge_logs(fileio, base_path, file_slice, opts, base_batches)
+
+
+def _iter_merge_logs(
+    fileio: FileIO,
+    base_path: str,
+    file_slice: FileSlice,
+    opts: SliceReadOptions,
+    base_batches: Iterable[pa.Table],
+) -> Iterator[pa.Table]:
     blocks = scan_log_blocks(
         fileio,
         base_path,
