@@ -303,7 +303,11 @@ def _iter_merge_logs(
         if opts.info is not None:
             counts = opts.info.counts = MergeCounts()
         trace = opts.info.trace if opts.info is not None else None
-        base_codes = keys.codes_of if keys is not None else None
+        base_codes = None
+        if keys is not None and keys.key_field == opts.merge_spec.key_field:
+            base_codes = keys.codes_of  # the merge keys rows by the column ``keys`` holds
+        elif keys is not None:
+            keys.discard()
         yield from iter_merge_slice(
             base_batches, batches, opts.merge_spec, counts, opts.schema, trace, base_codes
         )
