@@ -21,7 +21,7 @@ from hoodie.file_group.log_reader import CorruptBlockReport
 from hoodie.file_group.view import FileSystemView
 from hoodie.merge.resolve import resolve_merge_config
 from hoodie.read.log_scanner import InstantRange, ScanStats
-from hoodie.read.slice_reader import SliceReadOptions, read_parquet, read_slice
+from hoodie.read.slice_reader import QUERY_READ_AHEAD, SliceReadOptions, read_parquet, read_slice
 from hoodie.schema.avro_arrow import add_meta_fields, avro_to_arrow_schema
 from hoodie.schema.evolution import unreadable_by_name
 from hoodie.schema.internal_schema import (
@@ -163,6 +163,7 @@ class TableReader:
             report=self.result.report,
             stats=self.result.stats,
             on_read=schema_on_read(self.table, self.timeline, as_of),
+            base_read_ahead=QUERY_READ_AHEAD,
         )
 
     def _read_slices(self, slices: Iterable[FileSlice], opts: SliceReadOptions) -> pa.Table:

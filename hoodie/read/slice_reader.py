@@ -59,8 +59,11 @@ def project_table(table: pa.Table, schema: pa.Schema, where: str) -> pa.Table:
 
 
 BASE_BATCH_ROWS = 262_144  # memory holds one batch of the base file at a time
-#: Base batches decoded ahead of the merge while a slice with logs is read (:class:`ReadAhead`).
-BASE_READ_AHEAD = 2
+#: Base batches decoded ahead of the merge while a slice with logs is read (:class:`ReadAhead`):
+#: one for a stream (compaction holds one batch more than it merges); queries, which hold the
+#: whole result anyway, take two (the logs' decode then overlaps two batches' Parquet decode).
+BASE_READ_AHEAD = 1
+QUERY_READ_AHEAD = 2
 _STREAM_BUFFER = 8 * 1024 * 1024
 
 
@@ -224,6 +227,7 @@ class SliceReadOptions:
     stats: ScanStats = field(default_factory=ScanStats)
     info: SliceMergeInfo | None = None
     on_read: SchemaOnRead | None = None  # schema-on-read tables: files matched by column id
+    base_read_ahead: int = BASE_READ_AHEAD  # base batches decoded ahead of the merge
 
     @property
     def merge_spec(self) -> MergeSpec:
@@ -259,7 +263,7 @@ def iter_read_slice(
     # the vectorized merge looks its keys up a row group at a time.
     keys = RowGroupKeys(opts.key_field) if opts.vectorized else None
     base = iter_parquet(fileio, base_file, opts.schema, on_read=opts.on_read, keys=keys)
-    with ReadAhead(base, BASE_READ_AHEAD, "hts-base-read") as base_batches:
+    with ReadAhead(base, opts.base_read_ahead, "hts-base-read") as base_batches:
         yield from _iter_merge_logs(fileio, base_path, file_slice, opts, base_batches, keys)
 
 
