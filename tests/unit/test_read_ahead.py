@@ -1,4 +1,5 @@
-"""ReadAhead: a source taken on a thread ahead of its consumer, in order, errors where they happened."""
+"""ReadAhead: a source taken on a thread ahead of its consumer, in order, errors where they happened;
+slice reads that stop early or fail leave no reading thread behind."""
 
 from __future__ import annotations
 
@@ -6,11 +7,17 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 from hoodie.io.fileio import LocalFileIO
 from hoodie.io.requests import RequestCounter, counting
 from hoodie.read.read_ahead import ReadAhead
+from hoodie.read.reader import TableReader, table_schema
+from hoodie.read.slice_reader import iter_read_slice
+from hoodie.table import HoodieTable
+from hoodie.write.writer import HoodieWriter
+from tests.tables import new_table, rows
 
 
 def test_items_in_order_and_taken_before_asked() -> None:
@@ -109,3 +116,42 @@ def test_reads_on_the_thread_count_for_the_callers_counter(tmp_path: Path) -> No
 def test_depth_must_be_positive() -> None:
     with pytest.raises(ValueError, match="depth must be at least 1, not 0"):
         ReadAhead(iter([1]), depth=0)
+
+
+def _base_read_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("hts-base-read")]
+
+
+def _table_with_logs(path: Path) -> HoodieTable:
+    table = new_table(path)
+    writer = HoodieWriter(table)
+    writer.bulk_insert(rows(range(30), ts=1, partitions=1))
+    writer.upsert(rows(range(0, 30, 3), ts=2, partitions=1))
+    table = HoodieTable.open(str(path))
+    (s,) = table.file_system_view().latest_file_slices(None)
+    assert s.log_files and s.base_file_path(table.base_path)
+    return table
+
+
+def test_slice_read_stopped_early_leaves_no_thread(tmp_path: Path) -> None:
+    table = _table_with_logs(tmp_path / "t")
+    reader = TableReader(table)
+    view = table.file_system_view(timeline=reader.timeline)
+    opts = reader._options(view, table_schema(table), None)
+    (s,) = view.latest_file_slices(None)
+    parts = iter_read_slice(table.fileio, table.base_path, s, opts)
+    assert next(parts).num_rows
+    assert _base_read_threads()
+    parts.close()
+    assert not _base_read_threads()
+
+
+def test_unreadable_base_file_fails_the_read_and_leaves_no_thread(tmp_path: Path) -> None:
+    table = _table_with_logs(tmp_path / "t")
+    (s,) = table.file_system_view().latest_file_slices(None)
+    base = s.base_file_path(table.base_path)
+    assert base is not None
+    Path(base).write_bytes(b"not a parquet file")
+    with pytest.raises(pa.ArrowInvalid, match="Parquet"):
+        TableReader(table).snapshot()
+    assert not _base_read_threads()
