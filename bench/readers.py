@@ -8,7 +8,10 @@
 ``floor``
     What a columnar engine minimally does: pyarrow reads the base file and a Parquet file of
     the same updates, drops the base rows whose key is updated and appends the updates. It
-    knows the updates win (they do by construction) and so compares no ordering values.
+    knows the updates win (they do by construction) and so compares no ordering values; it
+    meets no deletes and no key written twice in the log, so it looks for neither; and it reads
+    the updates from a snappy Parquet file where ours decodes the (larger, uncompressed) Avro
+    block. Its rows equal ours, meta columns included (checked before timing).
 """
 
 from __future__ import annotations

@@ -480,9 +480,11 @@ def iter_merge_slice(
     counts: MergeCounts | None = None,
     base_schema: pa.Schema | None = None,
     trace: MergeTrace | None = None,
+    base_codes: Callable[[pa.Array], Callable[[pa.Array], npt.NDArray[np.int64]]] | None = None,
 ) -> Iterator[pa.Table]:
     """:func:`merge_slice` over a base file read in batches; yields the merged rows in parts
-    (``trace``, when given, records where each base row went)."""
+    (``trace``, when given, records where each base row went; ``base_codes``, given the merged
+    log keys, is how base keys get their codes, see :class:`BaseMerger`)."""
     data = [b for b in batches if isinstance(b, pa.Table)]
     ord_types = _ordering_types(data, spec, None if base_schema is None else base_schema.empty_table())
     logs = merge_logs(batches, spec, ord_types)
@@ -496,7 +498,8 @@ def iter_merge_slice(
         if trace is not None:
             trace.finish(np.zeros(0, np.int64), np.zeros(0, dtype=bool))
         return
-    merger = BaseMerger(logs, spec, counts, trace=trace)
+    codes_of = base_codes(logs.dictionary) if base_codes is not None else None
+    merger = BaseMerger(logs, spec, counts, codes_of, trace)
     for batch in base_batches:
         kept = merger.merge_batch(batch)
         if kept.num_rows:

@@ -24,7 +24,7 @@ from hoodie.keygen import ValueFormat, virtual_record_keys
 from hoodie.keygen.factory import CONSISTENT_LOGICAL_TIMESTAMP, java_bool
 from hoodie.merge.resolve import resolve_merge_config
 from hoodie.read.log_scanner import InstantRange, ScanStats
-from hoodie.read.slice_reader import SliceReadOptions, read_parquet, read_slice
+from hoodie.read.slice_reader import QUERY_READ_AHEAD, SliceReadOptions, read_parquet, read_slice
 from hoodie.schema.avro_arrow import add_meta_fields, avro_to_arrow_schema
 from hoodie.schema.evolution import unreadable_by_name
 from hoodie.schema.internal_schema import (
@@ -178,6 +178,7 @@ class TableReader:
             stats=self.result.stats,
             on_read=schema_on_read(self.table, self.timeline, as_of),
             virtual_keys=virtual_key_function(self.table),
+            base_read_ahead=QUERY_READ_AHEAD,
         )
 
     def _read_slices(self, slices: Iterable[FileSlice], opts: SliceReadOptions) -> pa.Table:

@@ -31,7 +31,9 @@ from hoodie.merge.vectorized import (
     supports,
 )
 from hoodie.models.codec import load_schema
+from hoodie.read.base_keys import RowGroupKeys
 from hoodie.read.log_scanner import InstantRange, ScanStats, scan_log_blocks
+from hoodie.read.read_ahead import ReadAhead
 from hoodie.schema.avro_arrow import avro_to_arrow_schema, conform, decode_avro_block_content
 from hoodie.schema.internal_schema import SchemaOnRead
 from hoodie.shape.partial_blocks import check_partial_blocks
@@ -57,6 +59,11 @@ def project_table(table: pa.Table, schema: pa.Schema, where: str) -> pa.Table:
 
 
 BASE_BATCH_ROWS = 262_144  # memory holds one batch of the base file at a time
+#: Base batches decoded ahead of the merge while a slice with logs is read (:class:`ReadAhead`):
+#: one for a stream (compaction holds one batch more than it merges); queries, which hold the
+#: whole result anyway, take two (the logs' decode then overlaps two batches' Parquet decode).
+BASE_READ_AHEAD = 1
+QUERY_READ_AHEAD = 2
 _STREAM_BUFFER = 8 * 1024 * 1024
 
 
@@ -68,22 +75,56 @@ def iter_parquet(
     *,
     on_read: SchemaOnRead | None = None,
     low_memory: bool = False,
+    keys: RowGroupKeys | None = None,
 ) -> Iterator[pa.Table]:
     """A Parquet base file, projected onto ``schema``, in batches of about ``batch_rows`` rows.
 
     With ``on_read`` (a schema-on-read table) its columns are matched by id with the schema
     version of the file's commit. ``low_memory`` reads column chunks through a buffer, without
-    pre-buffering a whole row group (about half the peak memory on 1M-row row groups)."""
+    pre-buffering a whole row group (about half the peak memory on 1M-row row groups). With
+    ``keys``, a string key column is read a row group at a time ahead of the row group's other
+    columns and handed to ``keys`` (batches then stay within a row group and hold slices of it)."""
     commit = _commit_time(path) if on_read else ""
     with fileio.open_input(path) as f:
         pf = pq.ParquetFile(f, pre_buffer=not low_memory, buffer_size=_STREAM_BUFFER if low_memory else 0)
         available = set(pf.schema_arrow.names)
         wanted = on_read.columns(commit, schema.names) if on_read else schema.names
         present = [n for n in wanted if n in available]
+        if keys is not None and on_read is None and _splits_keys(pf, schema, keys.key_field, present):
+            yield from _iter_row_groups(pf, path, schema, batch_rows, present, keys)
+            return
         batches = pf.iter_batches(batch_size=batch_rows, columns=present, use_threads=not low_memory)
         for batch in batches:
             data = pa.Table.from_batches([batch])
             yield on_read.read(data, commit, schema, path) if on_read else project_table(data, schema, path)
+
+
+def _splits_keys(pf: pq.ParquetFile, schema: pa.Schema, key: str, present: list[str]) -> bool:
+    """Whether the key column can be read apart: a plain string column of the file and the
+    schema, read with at least one other column."""
+    if key not in present or len(present) < 2 or schema.get_field_index(key) < 0:
+        return False
+    return bool(pf.schema_arrow.field(key).type == pa.string() == schema.field(key).type)
+
+
+def _iter_row_groups(
+    pf: pq.ParquetFile, path: str, schema: pa.Schema, batch_rows: int, present: list[str], keys: RowGroupKeys
+) -> Iterator[pa.Table]:
+    key = keys.key_field
+    others = [n for n in present if n != key]
+    key_field = pf.schema_arrow.field(key)
+    for rg in range(pf.num_row_groups):
+        if not pf.metadata.row_group(rg).num_rows:
+            continue
+        column = pf.read_row_group(rg, columns=[key]).column(0).combine_chunks()
+        keys.add(column)
+        pos = 0
+        for batch in pf.iter_batches(
+            batch_size=batch_rows, row_groups=[rg], columns=others, use_threads=True
+        ):
+            data = pa.Table.from_batches([batch]).append_column(key_field, column.slice(pos, batch.num_rows))
+            pos += batch.num_rows
+            yield project_table(data, schema, path)
 
 
 def read_parquet(
@@ -197,6 +238,7 @@ class SliceReadOptions:
     on_read: SchemaOnRead | None = None  # schema-on-read tables: files matched by column id
     # Tables without meta fields: rebuilds the record keys of rows read (hoodie.keygen.virtual_record_keys)
     virtual_keys: Callable[[pa.Table], pa.Array] | None = None
+    base_read_ahead: int = BASE_READ_AHEAD  # base batches decoded ahead of the merge
 
     @property
     def merge_spec(self) -> MergeSpec:
@@ -221,12 +263,29 @@ def iter_read_slice(
     """The merged rows of one slice in parts: the base file streams through the merge in batches,
     so memory holds one batch of it plus the decoded log blocks."""
     base_file = file_slice.base_file_path(base_path)
-    base_batches: Iterable[pa.Table] = (
-        iter_parquet(fileio, base_file, opts.schema, on_read=opts.on_read) if base_file else ()
-    )
     if not file_slice.log_files:
-        yield from base_batches
+        if base_file:
+            yield from iter_parquet(fileio, base_file, opts.schema, on_read=opts.on_read)
         return
+    if not base_file:
+        yield from _iter_merge_logs(fileio, base_path, file_slice, opts, (), None)
+        return
+    # The base file is decoded on a thread from now on, while the logs are scanned and decoded here;
+    # the vectorized merge looks its keys up a row group at a time.
+    keys = RowGroupKeys(opts.key_field) if opts.vectorized else None
+    base = iter_parquet(fileio, base_file, opts.schema, on_read=opts.on_read, keys=keys)
+    with ReadAhead(base, opts.base_read_ahead, "hts-base-read") as base_batches:
+        yield from _iter_merge_logs(fileio, base_path, file_slice, opts, base_batches, keys)
+
+
+def _iter_merge_logs(
+    fileio: FileIO,
+    base_path: str,
+    file_slice: FileSlice,
+    opts: SliceReadOptions,
+    base_batches: Iterable[pa.Table],
+    keys: RowGroupKeys | None,
+) -> Iterator[pa.Table]:
     blocks = scan_log_blocks(
         fileio,
         base_path,
@@ -237,10 +296,12 @@ def iter_read_slice(
         report=opts.report,
         stats=opts.stats,
     )
+    partial = any(b.is_partial for b in blocks)
+    if keys is not None and (not blocks or partial):
+        keys.discard()  # no vectorized merge: nothing looks the keys up
     if not blocks:
         yield from base_batches
         return
-    partial = any(b.is_partial for b in blocks)
     if partial:  # services check the slices they plan to merge when they schedule and execute
         check_partial_blocks(base_path, "read", blocks, opts.merge)
     keyed, opts = _virtual_keying(opts)
@@ -262,7 +323,13 @@ def iter_read_slice(
         if opts.info is not None:
             counts = opts.info.counts = MergeCounts()
         trace = opts.info.trace if opts.info is not None else None
-        merged = iter_merge_slice(base_batches, batches, opts.merge_spec, counts, opts.schema, trace)
+        base_codes = None
+        if keys is not None and keys.key_field == opts.merge_spec.key_field:
+            base_codes = keys.codes_of  # the merge keys rows by the column ``keys`` holds
+        elif keys is not None:
+            keys.discard()  # e.g. rebuilt virtual keys: each batch is looked up
+        spec = opts.merge_spec
+        merged = iter_merge_slice(base_batches, batches, spec, counts, opts.schema, trace, base_codes)
         yield from (merged if keyed is None else (part.select(names) for part in merged))
         return
     base_parts = list(base_batches)
