@@ -557,7 +557,10 @@ def iter_spilled_slice(
             if kept.num_rows:
                 yield kept
             del kept
-            pool.release_unused()  # a batch's freed pages go back to the OS: RSS stays near the live bytes
+            # Freed pages are reused by the next batch (no page faults) until RSS nears the budget;
+            # then they go back to the OS and RSS stays near the live bytes.
+            if budget.over_release_share():
+                pool.release_unused()
         merger.codes_of = None  # the base pass is over: drop the keys
         del index, summary
         settled.ordering = []

@@ -19,7 +19,7 @@ from hoodie.read.log_scanner import ScanStats
 from hoodie.read.slice_reader import SliceMergeInfo, decode_data_block, read_slice
 from hoodie.read.spill import iter_spilled_slice
 from hoodie.read.spill_blocks import LazyLogs
-from hoodie.read.spill_budget import MAX_SIZE_KEY, SPILL_PATH_KEY, MemoryBudget
+from hoodie.read.spill_budget import MAX_SIZE_KEY, SPILL_PATH_KEY, MemoryBudget, resident_bytes
 from hoodie.read.spill_keys import bucket_of
 from hoodie.services.base import LocalRunner, ServiceContext
 from hoodie.services.compaction import CompactionPolicy, execute_compaction, schedule_compaction
@@ -204,6 +204,13 @@ def test_hudis_memory_keys_are_read_and_bad_values_refused(tmp_path: Path) -> No
     ]:
         with pytest.raises(TableServiceError, match=named.replace(".", r"\.").replace("(", r"\(")):
             MemoryBudget.from_options(options)
+
+
+def test_freed_memory_goes_back_to_the_os_only_near_the_budget() -> None:
+    resident = resident_bytes()
+    assert resident is not None and resident > 10 * 1024 * 1024  # this process: Python, pyarrow
+    assert MemoryBudget(resident // 2).over_release_share()  # over the budget: release
+    assert not MemoryBudget(resident * 4).over_release_share()  # far below it: reuse the pages
 
 
 def test_compaction_with_bad_memory_keys_writes_nothing(tmp_path: Path) -> None:
