@@ -12,7 +12,7 @@ same job as an external merge by key, with the vectorized merge's semantics unch
 2. Each bucket is merged by :func:`~hoodie.merge.vectorized.merge_logs` on its own (a key lives in
    one bucket, and its entries keep their processing order there): its winning data rows go to a
    second spill file; only each key's outcome stays in memory (key, delete/reset flags, ordering
-   value, first sequence number) — not the rows.
+   value, first sequence number) — not the rows. Two buckets merge at a time, on threads.
 3. The base file streams through :class:`~hoodie.merge.vectorized.BaseMerger` against those
    outcomes, batch by batch, exactly as the in-memory path does; a base key finds its log key by
    a binary search in the log keys, sorted once (no hash table rebuilt per batch), and the next
