@@ -141,12 +141,12 @@ class BloomFilter(ABC):
 
     def _set_bits(self, batch: KeyBatch, assigned: Ints) -> None:
         stream = hash_stream(batch, self._hash_type, self._vector_size)
-        rows = assigned[stream.order]
-        used = np.unique(rows)
         targets: list[tuple[Bits, Ints | None]]
-        if len(used) == 1:
-            targets = [(self._rows[int(used[0])], None)]
+        if int(assigned.min()) == int(assigned.max()):  # one row (always, once a dynamic filter is full)
+            targets = [(self._rows[int(assigned[0])], None)]
         else:
+            rows = assigned[stream.order]
+            used = np.unique(rows)
             targets = [(self._rows[int(r)], np.flatnonzero(rows == r)) for r in used]
         for _ in range(self._num_hashes):
             positions = stream.next_positions()

@@ -153,8 +153,13 @@ class HashStream(ABC):
         """Advance one hash round; the bit position of every slot for this round."""
         h = self._round(self._seed)
         self._seed = h
-        # Java: Math.abs(h % size). |int32| as uint32 is exact even for -2**31.
-        return np.abs(h.view(np.int32)).view(np.uint32) % self._vector_size
+        # Java: Math.abs(h % size) = |h| mod size; |int32| as uint32 is exact even for -2**31. The
+        # remainder as |h| - (|h| // size) * size: numpy divides by a scalar with SIMD, not ``%``.
+        magnitude = np.abs(h.view(np.int32)).view(np.uint32)
+        multiple = magnitude // self._vector_size
+        multiple *= self._vector_size
+        magnitude -= multiple
+        return magnitude
 
     def keep(self, mask: Bits) -> None:
         """Drop the slots where ``mask`` is false (keeps the order, hence the sort)."""
@@ -189,12 +194,19 @@ class _MurmurStream(HashStream):
         mixed *= _MURMUR_M
         self._mixed: U32 = mixed
         lengths = self._arrange(batch.lengths)
-        left = lengths & 3
+        left = (lengths & 3).astype(np.uint32)
+        # The tail's bytes t0.. are the low bytes of the word at index length // 4 (zero padding
+        # after the key; a key without a tail reads a word it does not use, clamped into the row).
+        width = words.shape[1]
+        at = np.minimum(lengths >> 2, width - 1) + np.arange(len(lengths), dtype=np.int64) * width
+        word = np.ascontiguousarray(words).reshape(-1)[at]
         tail = np.zeros(len(lengths), dtype=np.uint32)
-        for back in (1, 2, 3):
-            byte = batch.matrix[self.order, np.maximum(lengths - back, 0)]
-            signed = byte.view(np.int8).astype(np.int32).view(np.uint32)
-            tail ^= np.where(left >= back, signed << np.uint32(8 * (back - 1)), _ZERO)
+        for k in (0, 1, 2):  # byte t_k, sign-extended, goes to bits 8 * (left - 1 - k)
+            byte = ((word >> np.uint32(8 * k)) & np.uint32(0xFF)).astype(np.int32)
+            signed = ((byte ^ 0x80) - 0x80).view(np.uint32)
+            has = left > k
+            shift = np.where(has, (left - np.uint32(1 + k)) * np.uint32(8), _ZERO)
+            tail ^= np.where(has, signed << shift, _ZERO)
         self._tail: U32 = tail
         self._tail_mul: U32 = np.where(left != 0, _MURMUR_M, _ONE).astype(np.uint32)
 

@@ -12,7 +12,7 @@ same job as an external merge by key, with the vectorized merge's semantics unch
 2. Each bucket is merged by :func:`~hoodie.merge.vectorized.merge_logs` on its own (a key lives in
    one bucket, and its entries keep their processing order there): its winning data rows go to a
    second spill file; only each key's outcome stays in memory (key, delete/reset flags, ordering
-   value, first sequence number) — not the rows.
+   value, first sequence number) — not the rows. Two buckets merge at a time, on threads.
 3. The base file streams through :class:`~hoodie.merge.vectorized.BaseMerger` against those
    outcomes, batch by batch, exactly as the in-memory path does; a base key finds its log key by
    a binary search in the log keys, sorted once (no hash table rebuilt per batch), and the next
@@ -34,7 +34,7 @@ import math
 import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -87,6 +87,8 @@ SPILL_BATCH_ROWS = BASE_BATCH_ROWS // 2
 _DICTIONARY_BYTES = 1024 * 1024
 _MIN_DICTIONARY_BYTES = 64 * 1024
 _SEQ = "_hts_spill_seq"
+#: Buckets merged at once in pass 2.
+_MERGE_THREADS = 2
 _T = TypeVar("_T")
 
 
@@ -325,39 +327,87 @@ def _load(bucket: _Bucket) -> tuple[list[pa.Table | DeleteEntries], npt.NDArray[
     return batches, np.concatenate(seqs) if seqs else np.zeros(0, np.int64)
 
 
-def _merge_bucket(
-    index: int, bucket: _Bucket, spec: MergeSpec, ord_types: list[pa.DataType], out: _Outcomes
-) -> Path | None:
+@dataclass
+class _BucketMerge:
+    """What merging one bucket's log entries left: per distinct key (in first-appearance order),
+    its outcome, and the file of its winning data rows."""
+
+    keys: pa.Array
+    is_delete: npt.NDArray[np.bool_]
+    is_reset: npt.NDArray[np.bool_]
+    first_seq: npt.NDArray[np.int64]
+    ordering: list[pa.Array]
+    entries: int
+    winners: Path | None
+
+
+def _merge_bucket(bucket: _Bucket, spec: MergeSpec, ord_types: list[pa.DataType]) -> _BucketMerge | None:
     """Pass 2: merge one bucket's log entries; keep the outcomes, spill the winning rows."""
     batches, seqs = _load(bucket)
     bucket.segments = []
     logs = merge_logs(batches, spec, ord_types)
     del batches
+    bucket.path.unlink(missing_ok=True)
     if logs is None:
         return None
     won = logs.winner
     assert logs.entry_codes is not None
     _, first = np.unique(logs.entry_codes, return_index=True)  # dictionary: first-appearance order
-    out.entries += logs.entries
-    out.keys.append(logs.dictionary)
-    out.is_delete.append(logs.is_delete[won])
-    out.is_reset.append(logs.is_reset[won])
-    out.first_seq.append(seqs[first])
-    out.buckets.append(index)
-    if not out.ordering:
-        out.ordering = [[] for _ in logs.winner_ordering]
-    for values, acc in zip(logs.winner_ordering, out.ordering, strict=True):
-        acc.append(values)
+    merged = _BucketMerge(
+        keys=logs.dictionary,
+        is_delete=logs.is_delete[won],
+        is_reset=logs.is_reset[won],
+        first_seq=seqs[first],
+        ordering=list(logs.winner_ordering),
+        entries=logs.entries,
+        winners=None,
+    )
     # Winning data rows of keys that are not deletes, in code order (= first-appearance order).
     pos = logs.data_pos[won]
     rows = pos[~logs.is_delete[won] & (pos >= 0)]
     if logs.log_data is None or not len(rows):
-        return None
-    path = bucket.path.with_suffix(".winners")
+        return merged
+    merged.winners = bucket.path.with_suffix(".winners")
     winners = logs.log_data.take(pa.array(rows))
-    with pa.ipc.new_file(str(path), winners.schema) as w:
+    with pa.ipc.new_file(str(merged.winners), winners.schema) as w:
         w.write_table(winners, max_chunksize=_WINNER_BATCH_ROWS)
-    return path
+    return merged
+
+
+def _merge_buckets(
+    buckets: list[_Bucket], spec: MergeSpec, ord_types: list[pa.DataType]
+) -> tuple[_Outcomes, list[Path | None]]:
+    """Pass 2 over every bucket, two at a time (Arrow and numpy release the GIL: both cores work;
+    memory holds two buckets' rows, each about an eighth of the budget), outcomes in bucket order."""
+    out = _Outcomes()
+    winners: list[Path | None] = []
+    with ThreadPoolExecutor(max_workers=_MERGE_THREADS, thread_name_prefix="hts-spill-merge") as pool:
+        pending: list[Future[_BucketMerge | None] | None] = [
+            pool.submit(_merge_bucket, b, spec, ord_types) for b in buckets
+        ]
+        try:
+            for index, done in enumerate(pending):
+                assert done is not None
+                merged = done.result()
+                pending[index] = None  # its outcome is taken: the future lets go of it
+                winners.append(merged.winners if merged is not None else None)
+                if merged is None:
+                    continue
+                out.entries += merged.entries
+                out.keys.append(merged.keys)
+                out.is_delete.append(merged.is_delete)
+                out.is_reset.append(merged.is_reset)
+                out.first_seq.append(merged.first_seq)
+                out.buckets.append(index)
+                if not out.ordering:
+                    out.ordering = [[] for _ in merged.ordering]
+                for values, acc in zip(merged.ordering, out.ordering, strict=True):
+                    acc.append(values)
+        finally:
+            for future in pending:
+                if future is not None:
+                    future.cancel()
+    return out, winners
 
 
 class _Winners:
@@ -528,10 +578,7 @@ def iter_spilled_slice(
             for bucket in spilled:
                 bucket.close()
         del blocks
-        outcomes = _Outcomes()
-        winners = [_merge_bucket(i, b, spec, ord_types, outcomes) for i, b in enumerate(spilled)]
-        for bucket in spilled:
-            bucket.path.unlink(missing_ok=True)
+        outcomes, winners = _merge_buckets(spilled, spec, ord_types)
         if not outcomes.keys:
             for batch in base_batches:
                 counts.base_rows += batch.num_rows
@@ -557,7 +604,10 @@ def iter_spilled_slice(
             if kept.num_rows:
                 yield kept
             del kept
-            pool.release_unused()  # a batch's freed pages go back to the OS: RSS stays near the live bytes
+            # Freed pages are reused by the next batch (no page faults) until RSS nears the budget;
+            # then they go back to the OS and RSS stays near the live bytes.
+            if budget.over_release_share():
+                pool.release_unused()
         merger.codes_of = None  # the base pass is over: drop the keys
         del index, summary
         settled.ordering = []

@@ -27,7 +27,7 @@ _I64 = struct.Struct(">q")
 _HEAD = len(MAGIC) + 8  # magic, then the block length
 SMALL_BLOCK = 8 * 1024 * 1024  # read whole
 _PREFIX = 1024 * 1024  # of a large block: enough for its header (the schema)
-WINDOW = 32 * 1024 * 1024  # of a large Avro block's content, decoded at a time
+WINDOW = 16 * 1024 * 1024  # of a large Avro block's content, decoded at a time
 AVRO_BLOCK_VERSION = 3
 
 
@@ -116,23 +116,26 @@ class LazyLogs:
         version, count = struct.unpack_from(">ii", head, 0)
         if version != AVRO_BLOCK_VERSION:
             raise CorruptLogBlockError(f"{source}: Avro block content version {version} is not supported")
-        pos, end, carry, seen = at + 8, at + length, b"", 0
-        while pos < end or carry:
-            chunk = self.fileio.read_range(path, pos, min(self.window, end - pos)) if pos < end else b""
-            pos += len(chunk)
-            buf = carry + chunk if carry else chunk
+        # Each window starts at a record: the part of a record cut off at a window's end is read
+        # again at the start of the next (no copy joining the two, no second window-sized buffer).
+        pos, end, seen, size = at + 8, at + length, 0, self.window
+        while pos < end:
+            want = min(size, end - pos)
+            buf = self.fileio.read_range(path, pos, want)
             try:
                 starts, p = frame_records(buf)
             except CorruptFileError as e:
                 raise CorruptLogBlockError(f"{source}: {e}") from e
-            if starts:
-                begins = np.array(starts, np.int64)
-                lengths = np.append(begins[1:] - 4, p) - begins
-                offsets = np.column_stack([begins, lengths])
-                yield decode_avro_records(buf, offsets, block.schema, schema)
-                seen += len(starts)
-            carry = buf[p:]
-            if not chunk and carry:
-                raise CorruptLogBlockError(f"{source}: Avro block truncated ({len(carry)} bytes left over)")
+            if not starts:
+                if want == end - pos:
+                    raise CorruptLogBlockError(f"{source}: Avro block truncated ({want} bytes left over)")
+                size *= 2  # a record longer than the window
+                continue
+            begins = np.array(starts, np.int64)
+            lengths = np.append(begins[1:] - 4, p) - begins
+            yield decode_avro_records(buf, np.column_stack([begins, lengths]), block.schema, schema)
+            seen += len(starts)
+            pos += p
+            size = self.window
         if seen != count:
             raise CorruptLogBlockError(f"{source}: Avro block holds {seen} records, its header says {count}")

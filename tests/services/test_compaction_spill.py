@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import struct
 from pathlib import Path
 
 import pyarrow as pa
@@ -12,15 +13,16 @@ import pyarrow.parquet as pq
 import pytest
 
 from hoodie.config.table_config import RecordMergeMode, TableType
-from hoodie.errors import TableServiceError
+from hoodie.errors import CorruptLogBlockError, TableServiceError
 from hoodie.file_group.log_block import BlockType
 from hoodie.file_group.log_reader import read_blocks
 from hoodie.read.log_scanner import ScanStats
 from hoodie.read.slice_reader import SliceMergeInfo, decode_data_block, read_slice
 from hoodie.read.spill import iter_spilled_slice
 from hoodie.read.spill_blocks import LazyLogs
-from hoodie.read.spill_budget import MAX_SIZE_KEY, SPILL_PATH_KEY, MemoryBudget
+from hoodie.read.spill_budget import MAX_SIZE_KEY, SPILL_PATH_KEY, MemoryBudget, resident_bytes
 from hoodie.read.spill_keys import bucket_of
+from hoodie.schema.avro_arrow import frame_records
 from hoodie.services.base import LocalRunner, ServiceContext
 from hoodie.services.compaction import CompactionPolicy, execute_compaction, schedule_compaction
 from hoodie.services.slice_tasks import SliceTask
@@ -206,6 +208,13 @@ def test_hudis_memory_keys_are_read_and_bad_values_refused(tmp_path: Path) -> No
             MemoryBudget.from_options(options)
 
 
+def test_freed_memory_goes_back_to_the_os_only_near_the_budget() -> None:
+    resident = resident_bytes()
+    assert resident is not None and resident > 10 * 1024 * 1024  # this process: Python, pyarrow
+    assert MemoryBudget(resident // 2).over_release_share()  # over the budget: release
+    assert not MemoryBudget(resident * 4).over_release_share()  # far below it: reuse the pages
+
+
 def test_compaction_with_bad_memory_keys_writes_nothing(tmp_path: Path) -> None:
     table = _table(
         tmp_path / "t", RecordMergeMode.COMMIT_TIME_ORDERING, TableType.MERGE_ON_READ, LogBlockFormat.AVRO
@@ -251,6 +260,27 @@ def test_large_blocks_decode_a_window_at_a_time_as_read_whole(tmp_path: Path, wi
                     assert pa.concat_tables(parts).equals(decode_data_block(block, schema))
                     decoded += 1
     assert decoded >= 5
+
+
+@pytest.mark.parametrize("window", [7, 1 << 20])
+def test_a_large_block_whose_last_record_overruns_its_content_is_refused(tmp_path: Path, window: int) -> None:
+    table = _table(
+        tmp_path / "t", RecordMergeMode.COMMIT_TIME_ORDERING, TableType.MERGE_ON_READ, LogBlockFormat.AVRO
+    )
+    task, slices = _slice_options(table)
+    path = next(p for s in slices for p in s.log_file_paths(table.base_path))  # type: ignore[attr-defined]
+    lazy = LazyLogs(table.fileio, small_block=0, window=window)
+    _, blocks = lazy.read(path)
+    block = next(b for b in blocks if b.block_type is BlockType.AVRO_DATA)
+    at, length = lazy.content_range(block) or (0, 0)
+    raw = bytearray(Path(path).read_bytes())
+    starts, _ = frame_records(bytes(raw[at + 8 : at + length]))
+    last = at + 8 + starts[-1] - 4  # the last record's int32 length
+    (n,) = struct.unpack_from(">i", raw, last)
+    struct.pack_into(">i", raw, last, n + 3)  # now 3 bytes longer than the block's content holds
+    Path(path).write_bytes(bytes(raw))
+    with pytest.raises(CorruptLogBlockError, match=r"Avro block truncated \(\d+ bytes left over\)"):
+        list(lazy.iter_avro(block, task.schema))
 
 
 def test_cdc_tables_stay_on_the_in_memory_path(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
