@@ -12,7 +12,7 @@ whose data commit failed is invisible, as it is to Apache Hudi's readers.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from hoodie.config.table_config import METAFOLDER, TableConfig, read_table_properties
@@ -171,20 +171,32 @@ class MetadataTable:
     # -- the files partition -------------------------------------------------------------------
     def all_partitions(self) -> list[str]:
         """Data partitions the metadata table lists (``""`` for a non-partitioned table)."""
-        record = self.read_partition(MetadataPartition.FILES, [ALL_PARTITIONS_KEY]).get(ALL_PARTITIONS_KEY)
-        if record is None:
-            return []
-        names = [n for n, info in (record["filesystemMetadata"] or {}).items() if not info["isDeleted"]]
-        return sorted("" if n == NON_PARTITIONED_NAME else n for n in names)
+        return _partitions_of(self.read_partition(MetadataPartition.FILES, [ALL_PARTITIONS_KEY]))
 
     def list_files(self, partitions: Iterable[str] | None = None) -> dict[str, dict[str, int]]:
         """Data partition -> {file name: size} of live files, as the metadata table records them."""
-        wanted = list(partitions) if partitions is not None else self.all_partitions()
-        keys = [p or NON_PARTITIONED_NAME for p in wanted]
-        records = self.read_partition(MetadataPartition.FILES, keys)
+        if partitions is None:
+            # Every partition: one read of the files partition gives the list and the partitions'
+            # records (reading the list first, then the records, read every file of it twice).
+            records = self.read_partition(MetadataPartition.FILES)
+            wanted = _partitions_of(records)
+            keys = [p or NON_PARTITIONED_NAME for p in wanted]
+        else:
+            wanted = list(partitions)
+            keys = [p or NON_PARTITIONED_NAME for p in wanted]
+            records = self.read_partition(MetadataPartition.FILES, keys)
         out: dict[str, dict[str, int]] = {}
         for partition, key in zip(wanted, keys, strict=True):
             record = records.get(key)
             files = (record or {}).get("filesystemMetadata") or {}
             out[partition] = {n: int(i["size"]) for n, i in files.items() if not i["isDeleted"]}
         return out
+
+
+def _partitions_of(records: Mapping[str, Payload]) -> list[str]:
+    """The live data partitions the files partition's ``__all_partitions__`` record lists."""
+    record = records.get(ALL_PARTITIONS_KEY)
+    if record is None:
+        return []
+    names = [n for n, info in (record["filesystemMetadata"] or {}).items() if not info["isDeleted"]]
+    return sorted("" if n == NON_PARTITIONED_NAME else n for n in names)
