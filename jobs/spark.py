@@ -190,12 +190,18 @@ class SparkRunner:
         sc = self.spark.sparkContext
         tracker = sc.statusTracker()
         try:
+            # The job's end is posted to the listener bus before collect() returns; the status store
+            # records it on the bus's own thread a moment later (Python cannot be called back from
+            # it without a py4j callback server). Measured: the first look finds it recorded. When
+            # it does not, look again after 1 ms, 2 ms, ... (at most 50 ms apart, 5 s in all).
             deadline = time.monotonic() + 5.0
+            pause = 0.001
             jobs = [tracker.getJobInfo(j) for j in tracker.getJobIdsForGroup(group)]
             while any(j is None or j.status in ("RUNNING", "UNKNOWN") for j in jobs):
                 if time.monotonic() > deadline:
                     return None
-                time.sleep(0.05)
+                time.sleep(pause)
+                pause = min(0.05, pause * 2)
                 jobs = [tracker.getJobInfo(j) for j in tracker.getJobIdsForGroup(group)]
             jvm, gateway = sc._jvm, sc._gateway
             if jvm is None or gateway is None:

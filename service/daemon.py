@@ -32,7 +32,6 @@ from hoodie.errors import HoodieError, UnsupportedShapeError
 from hoodie.io.requests import RequestCounter, counting
 from hoodie.services.registry import ALL, spec_of
 from hoodie.timeline.timeline import ActiveTimeline
-from hoodie.transaction.heartbeat import HeartbeatConfig
 from jobs.objectstore import install as install_conditional_puts
 from service.clock import SYSTEM, Clock
 from service.errors import NotFound
@@ -48,7 +47,7 @@ from service.runs import tags
 from service.settings import Settings
 from service.store import RunKind, RunStore, RunTrigger
 from service.truetime import TableClock, default_skew_ms
-from service.watcher import PollPlan, TableWatch, lazy_failed_writes, look
+from service.watcher import PollPlan, TableWatch, look
 
 log = logging.getLogger("hts.daemon")
 
@@ -83,7 +82,7 @@ class Daemon(Operations):
         self.streaks = {(s.table_id, s.service): s for s in self.store.streaks()}
         self.health_book = HealthBook()
         self._policy_due: dict[tuple[str, str], float] = {}
-        self._refused: dict[str, tuple[tuple[object, ...], dict[str, str]]] = {}
+        self._refused: dict[str, tuple[object, object, object, dict[str, str]]] = {}
         self._workers: list[threading.Thread] = []
         self._ticker: threading.Thread | None = None
         self._ticks_stop = threading.Event()
@@ -304,7 +303,7 @@ class Daemon(Operations):
         # A look at an object store mostly waits on requests: looks run on threads. On local disk a
         # look takes microseconds of CPU and waits on nothing; threads only add their own cost
         # (1,000 local tables: 15 -> 24 ms of CPU a tick).
-        if self.settings.watch.threads > 1 and len(entries) > 1 and any(_remote(e.uri) for e in entries):
+        if self.settings.watch.threads > 1 and len(entries) > 1 and self.registry.any_remote:
             if self._lookers is None:
                 self._lookers = ThreadPoolExecutor(self.settings.watch.threads, thread_name_prefix="hts-look")
             list(self._lookers.map(lambda entry: self._watch_one(entry, leads, started), entries))
@@ -319,9 +318,6 @@ class Daemon(Operations):
             log.warning("watch tick took %.2f s, over its %.2f s budget", took, budget)
         self.last_tick = self.clock.time()
         self.queue.wake()
-
-    def _heartbeat_of(self, entry: TableEntry) -> HeartbeatConfig:
-        return HeartbeatConfig.from_options(entry.config.options)
 
     def _watch_one(self, entry: TableEntry, leads: bool, tick: float | None = None) -> None:
         """Watch one table; ``tick``: when the watch tick that looks at it started (None: not a tick)."""
@@ -367,8 +363,8 @@ class Daemon(Operations):
             changed = look(
                 entry.table,
                 entry.watch,
-                self._heartbeat_of(entry),
-                lazy_failed_writes(entry.config.options),
+                entry.config.heartbeat,
+                entry.config.lazy_failed_writes,
                 self.clock,
             )
             entry.watch.planned(self.poll_plan, now, changed)
@@ -434,11 +430,17 @@ class Daemon(Operations):
             # Every tick asks: the answer is kept while the table's timeline, its hoodie.properties
             # and the table's settings are the very ones it was computed from (as Table.shape is).
             table = entry.table
-            basis = (table.timeline, table.config, entry.config)
+            timeline, config = table.timeline, table.config
             known = self._refused.get(entry.id)
-            if known is None or any(a is not b for a, b in zip(known[0], basis, strict=True)):
-                known = self._refused[entry.id] = (basis, table.shape(entry.config.options).refused())
-            return known[1]
+            if (
+                known is None
+                or known[0] is not timeline
+                or known[1] is not config
+                or known[2] is not entry.config
+            ):
+                refused = table.shape(entry.config.options).refused()
+                known = self._refused[entry.id] = (timeline, config, entry.config, refused)
+            return known[3]
         except (HoodieError, OSError, ValueError) as e:
             # Cannot tell (e.g. a malformed plan): the runs go on, and each one's own shape check fails
             # with this error before writing anything, so it is reported (and retried) as a failed run.
@@ -449,10 +451,10 @@ class Daemon(Operations):
         """Submit the policy checks that are due; ``refused``: the tick's :meth:`refused` (computed once)."""
         now = self.clock.monotonic()
         for service, policy in entry.config.policies.items():
-            if not policy.enabled or service in refused or self.suspension(entry.id, service):
-                continue
             key = (entry.id, service)
-            if now < self._policy_due.get(key, 0.0):
+            if now < self._policy_due.get(key, 0.0) or not policy.enabled:
+                continue
+            if service in refused or self.suspension(entry.id, service):
                 continue
             self._policy_due[key] = now + policy.interval_s
             kind = RunKind.RUN if service in RUN_NOW else RunKind.SCHEDULE
@@ -573,8 +575,3 @@ class Daemon(Operations):
             "leader": self.is_leader,
             "last_tick": self.last_tick or 0.0,
         }
-
-
-def _remote(uri: str) -> bool:
-    """A table on an object store (``s3://``, ``gs://`` ...), not on this machine's file system."""
-    return "://" in uri and not uri.startswith("file://")

@@ -13,6 +13,7 @@ the daemon from serving the others.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
@@ -26,7 +27,9 @@ from hoodie.config.table_config import METAFOLDER
 from hoodie.errors import HoodieError
 from hoodie.io.fileio import FileIO, join
 from hoodie.io.requests import RequestCounter
+from hoodie.services.recovery import lazy_failed_writes
 from hoodie.table import HoodieTable
+from hoodie.transaction.heartbeat import HeartbeatConfig
 from service.settings import Policy, Settings, TableSpec
 
 log = logging.getLogger(__name__)
@@ -47,6 +50,22 @@ class TableConfig:
     storage_options: dict[str, str]
     paused: bool
     source: str  # "static" or "discovered"
+
+    # Asked for on every look at the table: read from ``options`` once (a config is never changed).
+    @functools.cached_property
+    def heartbeat(self) -> HeartbeatConfig:
+        """The writers' heartbeat settings (``hoodie.client.heartbeat.*``)."""
+        return HeartbeatConfig.from_options(self.options)
+
+    @functools.cached_property
+    def lazy_failed_writes(self) -> bool:
+        """The writers keep heartbeats and leave failed writes to be rolled back (LAZY policy)."""
+        return lazy_failed_writes(self.options)
+
+    @property
+    def remote(self) -> bool:
+        """On an object store (``s3://``, ``gs://`` ...), not on this machine's file system."""
+        return "://" in self.uri and not self.uri.startswith("file://")
 
 
 @dataclass
@@ -160,6 +179,8 @@ class Registry:
         self._guard = threading.RLock()
         self.discovery_errors: dict[str, str] = {}
         self.last_scan: float | None = None
+        self.any_remote = False
+        """Some served table is on an object store (kept by :meth:`refresh`; asked every watch tick)."""
 
     def __iter__(self) -> Iterator[TableEntry]:
         with self._guard:
@@ -217,6 +238,7 @@ class Registry:
                     del self._entries[table_id]
                     del self._by_uri[uri]
                     removed.append(entry)
+            self.any_remote = any(e.config.remote for e in self._entries.values())
         for entry in added:
             log.info(
                 "serving table %s at %s (%s)", entry.id, entry.uri, entry.config.source, extra=_tag(entry)

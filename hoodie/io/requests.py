@@ -18,9 +18,7 @@ file it read from.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass
 
 from hoodie.io import usage
@@ -56,15 +54,25 @@ class RequestCounter:
         return {op: n - before.get(op, 0) for op, n in now.items() if n - before.get(op, 0)}
 
 
-@contextmanager
-def counting(counter: RequestCounter | None = None) -> Iterator[RequestCounter]:
-    """Count the storage operations made in this context (and the contexts it starts) into ``counter``."""
-    active = counter if counter is not None else RequestCounter()
-    token = _ACTIVE.set((*_ACTIVE.get(), active))
-    try:
-        yield active
-    finally:
-        _ACTIVE.reset(token)
+class counting:  # noqa: N801 - used as a function: ``with counting(c) as c: ...``
+    """Count the storage operations made in this context (and the contexts it starts) into ``counter``.
+
+    A plain context manager, not a generator: the daemon enters one per table on every watch tick.
+    """
+
+    __slots__ = ("_counter", "_token")
+
+    def __init__(self, counter: RequestCounter | None = None) -> None:
+        self._counter = counter if counter is not None else RequestCounter()
+        self._token: Token[tuple[RequestCounter, ...]] | None = None
+
+    def __enter__(self) -> RequestCounter:
+        self._token = _ACTIVE.set((*_ACTIVE.get(), self._counter))
+        return self._counter
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._token is not None
+        _ACTIVE.reset(self._token)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +103,11 @@ def count(op: str, *, bytes_read: int | None = None, file_read: str | None = Non
     """Record one ``op`` in every counter active in this context, and in the run's cost
     (:mod:`hoodie.io.usage`) when one is measured, with the bytes it read and the path it read from.
     The storage layer reports every transfer, so a request that moved nothing reads 0 bytes."""
-    recipients().count(op, bytes_read=bytes_read or 0, file_read=file_read)
+    for counter in _ACTIVE.get():  # as ``recipients().count(...)``, without making a Recipients
+        counter.add(op)
+    scope = usage.current()
+    if scope is not None:
+        scope.record(op, bytes_read=bytes_read or 0, file_read=file_read)
 
 
 def report(used: usage.Usage) -> None:

@@ -12,7 +12,7 @@ whose data commit failed is invisible, as it is to Apache Hudi's readers.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -186,17 +186,20 @@ class MetadataTable:
     # -- the files partition -------------------------------------------------------------------
     def all_partitions(self) -> list[str]:
         """Data partitions the metadata table lists (``""`` for a non-partitioned table)."""
-        record = self.read_partition(MetadataPartition.FILES, [ALL_PARTITIONS_KEY]).get(ALL_PARTITIONS_KEY)
-        if record is None:
-            return []
-        names = [n for n, info in (record["filesystemMetadata"] or {}).items() if not info["isDeleted"]]
-        return sorted("" if n == NON_PARTITIONED_NAME else n for n in names)
+        return _partitions_of(self.read_partition(MetadataPartition.FILES, [ALL_PARTITIONS_KEY]))
 
     def list_files(self, partitions: Iterable[str] | None = None) -> dict[str, dict[str, int]]:
         """Data partition -> {file name: size} of live files, as the metadata table records them."""
-        wanted = list(partitions) if partitions is not None else self.all_partitions()
-        keys = [p or NON_PARTITIONED_NAME for p in wanted]
-        records = self.read_partition(MetadataPartition.FILES, keys)
+        if partitions is None:
+            # Every partition: one read of the files partition gives the list and the partitions'
+            # records (reading the list first, then the records, read every file of it twice).
+            records = self.read_partition(MetadataPartition.FILES)
+            wanted = _partitions_of(records)
+            keys = [p or NON_PARTITIONED_NAME for p in wanted]
+        else:
+            wanted = list(partitions)
+            keys = [p or NON_PARTITIONED_NAME for p in wanted]
+            records = self.read_partition(MetadataPartition.FILES, keys)
         out: dict[str, dict[str, int]] = {}
         for partition, key in zip(wanted, keys, strict=True):
             record = records.get(key)
@@ -209,17 +212,16 @@ class MetadataTable:
         without a dict per partition or per file (:mod:`hoodie.metadata.files_columns`) for the
         keys written once with the reader's schema; keys with several versions are merged record
         by record, as ``read_partition`` merges them."""
-        wanted = sorted(set(partitions)) if partitions is not None else self.all_partitions()
+        if partitions is None:  # one read gives the partitions' list and their records (as list_files)
+            versions = self._file_versions(None)
+            listed = self._merged_files(versions.get(ALL_PARTITIONS_KEY, []))
+            wanted = sorted("" if n == NON_PARTITIONED_NAME else n for n in listed)
+        else:
+            wanted = sorted(set(partitions))
+            versions = self._file_versions({p or NON_PARTITIONED_NAME for p in wanted})
         keys = [p or NON_PARTITIONED_NAME for p in wanted]
         position = {k: i for i, k in enumerate(keys)}
-        # Per key, its versions in each file slice holding it (one slice, in practice).
-        versions: dict[str, list[list[tuple[bytes | None, Any | None]]]] = {}
-        for file_slice in self.file_slices(MetadataPartition.FILES):
-            in_slice: dict[str, list[tuple[bytes | None, Any | None]]] = {}
-            for key, value, schema in self._slice_values(file_slice, set(keys)):
-                in_slice.setdefault(key, []).append((value, schema))
-            for key, found in in_slice.items():
-                versions.setdefault(key, []).append(found)
+        versions = {k: v for k, v in versions.items() if k in position}
         # Keys written once (one version, in one slice) with the reader's schema: decoded at once.
         single = {k: v[0][0][0] for k, v in versions.items() if len(v) == 1 and len(v[0]) == 1}
         once = [k for k, value in single.items() if value and versions[k][0][0][1] is None]
@@ -243,6 +245,18 @@ class MetadataTable:
             sizes=np.concatenate(sizes)[order],
         )
 
+    def _file_versions(self, keys: set[str] | None) -> dict[str, list[list[tuple[bytes | None, Any | None]]]]:
+        """Per key of the files partition (or of ``keys``), its versions in each file slice holding
+        it (one slice, in practice), oldest first."""
+        versions: dict[str, list[list[tuple[bytes | None, Any | None]]]] = {}
+        for file_slice in self.file_slices(MetadataPartition.FILES):
+            in_slice: dict[str, list[tuple[bytes | None, Any | None]]] = {}
+            for key, value, schema in self._slice_values(file_slice, keys):
+                in_slice.setdefault(key, []).append((value, schema))
+            for key, found in in_slice.items():
+                versions.setdefault(key, []).append(found)
+        return versions
+
     def _merged_files(self, in_slices: list[list[tuple[bytes | None, Any | None]]]) -> dict[str, int]:
         """Live files of one key's versions: merged within each slice, the last live slice's."""
         record: Payload | None = None
@@ -255,3 +269,12 @@ class MetadataTable:
                 record = merged
         files = (record or {}).get("filesystemMetadata") or {}
         return {n: int(i["size"]) for n, i in files.items() if not i["isDeleted"]}
+
+
+def _partitions_of(records: Mapping[str, Payload]) -> list[str]:
+    """The live data partitions the files partition's ``__all_partitions__`` record lists."""
+    record = records.get(ALL_PARTITIONS_KEY)
+    if record is None:
+        return []
+    names = [n for n, info in (record["filesystemMetadata"] or {}).items() if not info["isDeleted"]]
+    return sorted("" if n == NON_PARTITIONED_NAME else n for n in names)

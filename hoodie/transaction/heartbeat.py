@@ -53,8 +53,16 @@ def heartbeat_path(paths: TablePaths, instant_time: str) -> str:
 
 
 def last_heartbeat_ms(fileio: FileIO, paths: TablePaths, instant_time: str) -> int | None:
-    info = fileio.info(heartbeat_path(paths, instant_time))
-    return None if info is None else info.mtime_ms
+    """The modification time of the instant's heartbeat file (HoodieHeartbeatClient.getLastHeartbeatTime),
+    None when there is none.
+
+    Read from one listing of the heartbeat folder (one file per instant in flight): on an object store,
+    looking up a missing file costs a HEAD and then a LIST (pyarrow checks whether the key is a folder).
+    """
+    for entry in fileio.list_dir(paths.heartbeat):
+        if entry.name == instant_time and not entry.is_dir:
+            return entry.mtime_ms
+    return None
 
 
 def is_heartbeat_expired(

@@ -159,9 +159,9 @@ def test_from_queued_to_inflight_a_run_makes_only_the_requests_its_safety_needs(
         # opened), the plan, and the schema from the last commit
         "read": 3,
         # the timeline: for the shape check, fresh before the plan is read, under the lock for the
-        # claim, and fresh before the inflight file is written
-        "list": 4,
-        "info": 1,  # the heartbeat, under the lock: nobody else executes it
+        # claim, and fresh before the inflight file is written; and the heartbeat folder, under the
+        # lock: nobody else executes it (one LIST on S3, where looking the missing file up cost two)
+        "list": 5,
         "write": 2,  # our heartbeat, and the inflight file (a conditional put)
     }
 
