@@ -145,3 +145,12 @@ def hts(*args: str, crash_at: str | None = None, timeout: float = 180) -> subpro
         env[CRASH_ENV] = crash_at
     command = [sys.executable, "-m", "service.cli", *args]
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout, check=False)
+
+
+FOOTER_READ = 64 * 1024
+"""The tail pyarrow reads to find a Parquet footer (parquet-cpp's default footer read size); the
+column chunks it then reads may lie in it and are read again."""
+COALESCE_HOLE = 8 * 1024
+"""pyarrow's pre-buffering reads the gaps under this size between the ranges it fetches
+(``CacheOptions.hole_size_limit``): the base reader fetches a row group's key column on its own,
+then the other columns, whose coalesced range may span a key column chunk this small again."""

@@ -21,7 +21,7 @@ from hoodie.services.base import LocalRunner, ServiceContext
 from hoodie.services.compaction import CompactionPolicy, execute_compaction, schedule_compaction
 from hoodie.table import HoodieTable
 from hoodie.write.writer import HoodieWriter
-from tests.tables import new_table, rows
+from tests.tables import COALESCE_HOLE, FOOTER_READ, new_table, rows
 
 
 def _scheduled(path: Path) -> tuple[HoodieTable, str, set[str]]:
@@ -55,15 +55,6 @@ def _compacted(
             ServiceContext(HoodieTable.open(str(path)), options=options or {}), instant, runner
         )
     return used, requests.snapshot(), plan_files
-
-
-FOOTER_READ = 64 * 1024
-"""The tail pyarrow reads to find a Parquet footer (parquet-cpp's default footer read size); the
-column chunks it then reads may lie in it and are read again."""
-COALESCE_HOLE = 8 * 1024
-"""pyarrow's pre-buffering reads the gaps under this size between the ranges it fetches
-(``CacheOptions.hole_size_limit``): the base reader fetches a row group's key column on its own,
-then the other columns, whose coalesced range may span a key column chunk this small again."""
 
 
 def _check_reads(
