@@ -11,7 +11,9 @@ as are the key generator and merge resolution (:mod:`hoodie.keygen`, :mod:`hoodi
 Hudi does not persist the index type (``HoodieIndexConfig``: no table property), so a table written
 with the Flink-state index, or a bucket index without file groups yet, is known only from the
 options the operator passes (``--option`` on the CLI, a table's ``options`` in the daemon's
-settings), with Hudi's own keys. No data file is read and no log block is scanned.
+settings), with Hudi's own keys. One data file's schema is read, as Hudi reads it, for the operation
+meta field (:mod:`hoodie.shape.operation_field`), when the latest commit that wrote data changed; no
+log block is scanned for its records.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from hoodie.file_group.file_slice import FileGroupId
 from hoodie.index.bucket import bucket_id_from_file_id, is_bucket_file_id, is_nbcc_bucket_file_id
 from hoodie.io.fileio import join
 from hoodie.shape.matrix import SERVICE_OPERATIONS, WRITE, Shape, cell
+from hoodie.shape.operation_field import OperationFieldProbe, operation_field
 from hoodie.timeline.instant import Action
 
 if TYPE_CHECKING:
@@ -71,6 +74,8 @@ class TableShape:
     last_undo: str | None = field(default=None, compare=False, repr=False)
     bucket: BucketVerdict | None = field(default=None, compare=False, repr=False)
     """For a bucket table: the verdict and the writes it covers (re-checked from newer writes only)."""
+    operation_probe: OperationFieldProbe | None = field(default=None, compare=False, repr=False)
+    """The files the operation meta field was looked for in (looked at again when newer commits wrote)."""
 
     def feature(self, shape: Shape) -> ShapeFeature | None:
         return next((f for f in self.features if f.shape is shape), None)
@@ -438,6 +443,9 @@ def detect(
     for found in (_schema_on_read(table), _expression_index(table), _unreadable_schema(table)):
         if found is not None:
             features.append(found)
+    probe = operation_field(table, previous.operation_probe if previous is not None else None)
+    if probe.evidence is not None:
+        features.append(ShapeFeature(Shape.OPERATION_FIELD, probe.evidence))
     features += metadata_features(table)
     indexed = _secondary_indexed(table)
     if indexed is not None:
@@ -475,4 +483,4 @@ def detect(
         features.append(ShapeFeature(Shape.LOG_COMPACTED, f"{first}.logcompaction"))
     if table.table_version < 8:  # named last: every other shape's refusal of indexing comes first
         features.append(ShapeFeature(Shape.VERSION_6, f"{TableKeys.VERSION.key}={int(table.table_version)}"))
-    return TableShape(table.base_path, tuple(features), witness, last_undo, bucket)
+    return TableShape(table.base_path, tuple(features), witness, last_undo, bucket, probe)

@@ -1,0 +1,136 @@
+"""The operation meta field ``_hoodie_operation``: how a table is known to carry it, from storage.
+
+Facts settled from Apache Hudi's source:
+
+- A writer adds the field when its config says ``hoodie.allow.operation.metadata.field=true``
+  (``HoodieWriteConfig.ALLOW_OPERATION_METADATA_FIELD``; Flink's changelog mode sets it). It is a
+  writer option: ``hoodie.properties`` has no key for it (``HoodieTableConfig``), and the commit's
+  ``schema`` is the writer schema without meta fields (Flink's ``FlinkWriteClients`` gives the
+  source schema). Its writers put the column after ``_hoodie_file_name`` in every file they write
+  (``HoodieWriteHandle``: ``HoodieAvroUtils.addMetadataFields(writeSchema, allowOperationMetadataField)``),
+  the log blocks' ``SCHEMA`` header included (``HoodieAppendHandle``), and fill it with the record's
+  ``HoodieOperation`` name (``I``, ``-U``, ``+U``, ``D``).
+- Hudi itself knows the table has it from the data files only: ``TableSchemaResolver.hasOperationField``
+  reads the schema of the files of the latest completed commit that wrote any
+  (``getLastCommitMetadataWithValidData``: commits, delta commits and replace commits by requested time,
+  newest first, the first whose write stats name a file), a base file's footer or the schema of the
+  last data block of a log file (``readSchemaFromLogFile``). Flink's compaction and clustering take
+  the changelog mode from there too (``CompactionUtil.inferChangelogMode``: "We can improve the code
+  if the changelog mode is set up as table config"), and so write base files with the column.
+- Readers then take rows marked ``D`` or ``-U`` as deletes (``RecordContext.isDeleteHoodieOperation``,
+  ``HoodieOperation.isDeleteRecord``).
+
+So the shape is recognised here as Hudi does: the schema of a file of the latest completed commit that
+wrote data (plus the commit's own schema, in case a writer recorded the field there). One footer or
+one log file's block headers is read, only when that commit changed since the last look.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from hoodie.io.fileio import join
+
+if TYPE_CHECKING:
+    from hoodie.table import HoodieTable
+
+OPERATION_FIELD = "_hoodie_operation"  # HoodieRecord.OPERATION_METADATA_FIELD
+
+
+@dataclass(frozen=True, slots=True)
+class OperationFieldProbe:
+    """What was looked at (the latest commits with a schema and with data files) and the evidence
+    found there (None: the table has no operation field, as Hudi sees it)."""
+
+    looked_at: tuple[str | None, str | None]
+    evidence: str | None
+
+
+def _fields(schema: str | None) -> list[str]:
+    try:
+        parsed = json.loads(schema or "{}")
+    except ValueError:
+        return []
+    fields = parsed.get("fields") if isinstance(parsed, dict) else None
+    return [str(f.get("name")) for f in fields or () if isinstance(f, dict)]
+
+
+def _is_log_file(path: str) -> bool:
+    return posixpath.basename(path).startswith(".") and ".log." in posixpath.basename(path)
+
+
+def _log_schema(table: HoodieTable, path: str) -> tuple[str | None, str]:
+    """The schema of the last data block of a log file (``TableSchemaResolver.readSchemaFromLogFile``),
+    read up to the blocks' headers where the file allows it, and where it was found."""
+    from hoodie.file_group.log_reader import read_blocks
+    from hoodie.read.spill_blocks import LazyLogs, NotStreamable
+
+    try:
+        _, blocks = LazyLogs(table.fileio, small_block=0).read(path)
+    except NotStreamable:
+        blocks = read_blocks(table.fileio.read_bytes(path), path)
+    data = [b for b in blocks if b.block_type.is_data and not b.is_corrupt]
+    if not data:
+        return None, path
+    return data[-1].schema, f"{path}@{data[-1].offset}"
+
+
+def _base_file_fields(table: HoodieTable, path: str) -> list[str]:
+    import pyarrow.parquet as pq
+
+    with table.fileio.open_input(path) as f:
+        return list(pq.read_schema(f).names)
+
+
+def _data_file_evidence(table: HoodieTable, instant: str, paths: list[str]) -> str | None:
+    """The first file of ``paths`` that gives a schema, as ``fetchSchemaFromFiles`` takes it."""
+    for path in paths:
+        if not table.fileio.exists(path):
+            continue
+        if _is_log_file(path):
+            schema, where = _log_schema(table, path)
+            if schema is None:
+                continue
+            fields = _fields(schema)
+        elif path.endswith(".parquet"):
+            fields, where = _base_file_fields(table, path), path
+        else:
+            continue
+        if OPERATION_FIELD in fields:
+            return (
+                f"{OPERATION_FIELD} in the schema of {where}, a data file of the latest commit "
+                f"with data, {instant}"
+            )
+        return None
+    return None
+
+
+def operation_field(table: HoodieTable, previous: OperationFieldProbe | None) -> OperationFieldProbe:
+    """Whether ``table`` carries ``_hoodie_operation``; ``previous`` is reused while the latest commits
+    with a schema and with data files are the ones it looked at."""
+    schema_commit = data_commit = None
+    schema_text: str | None = None
+    paths: list[str] = []
+    for instant in reversed(table.timeline.completed().writes().instants):
+        metadata = table.commit_metadata(instant)
+        if schema_commit is None and metadata.schema:
+            schema_commit, schema_text = instant.requested_time, metadata.schema
+        if data_commit is None:
+            stats = [s for ss in (metadata.partition_to_write_stats or {}).values() for s in ss or ()]
+            paths = [join(table.base_path, s.path) for s in stats if s.path]
+            if paths:
+                data_commit = instant.requested_time
+        if schema_commit is not None and data_commit is not None:
+            break
+    looked_at = (schema_commit, data_commit)
+    if previous is not None and previous.looked_at == looked_at:
+        return previous
+    evidence: str | None = None
+    if schema_commit is not None and OPERATION_FIELD in _fields(schema_text):
+        evidence = f"{OPERATION_FIELD} in the schema of commit {schema_commit}"
+    elif data_commit is not None:
+        evidence = _data_file_evidence(table, data_commit, paths)
+    return OperationFieldProbe(looked_at, evidence)
