@@ -50,7 +50,9 @@ SCHEMA_COMMIT_SUFFIX = ".schemacommit"  # FileBasedInternalSchemaStorageManager.
 LATEST_SCHEMA_KEY = "latest_schema"  # SerDeHelper.LATEST_SCHEMA
 EXPRESSION_INDEX_PREFIXES = ("expr_index_", "func_index_")  # HoodieTableMetadataUtil (func_ before 1.0)
 EXPRESSION_INDEX_ENABLE_KEY = "hoodie.metadata.index.expression.enable"  # HoodieMetadataConfig
-DECLARED_KEYS = (*INDEX_TYPE_KEYS, BUCKET_ENGINE_KEY, EXPRESSION_INDEX_ENABLE_KEY)
+# HoodieWriteConfig.ALLOW_OPERATION_METADATA_FIELD: a writer option, persisted nowhere.
+ALLOW_OPERATION_FIELD_KEY = "hoodie.allow.operation.metadata.field"
+DECLARED_KEYS = (*INDEX_TYPE_KEYS, BUCKET_ENGINE_KEY, EXPRESSION_INDEX_ENABLE_KEY, ALLOW_OPERATION_FIELD_KEY)
 """The options a shape may be declared with (everything else in the options is ignored here)."""
 
 
@@ -114,7 +116,7 @@ class TableShape:
     @classmethod
     def declared(cls, where: str, options: Mapping[str, str]) -> TableShape:
         """The shapes ``options`` declare alone (e.g. before ``--create`` makes the table)."""
-        features = list(_declared_index(options))
+        features = [*_declared_index(options), *_declared_operation_field(options)]
         if (options.get(TableKeys.CDC_ENABLED.key) or "").strip().lower() == "true":
             features.insert(0, ShapeFeature(Shape.CDC, f"{TableKeys.CDC_ENABLED.key}=true"))
         if (options.get(TableKeys.POPULATE_META_FIELDS.key) or "").strip().lower() == "false":
@@ -136,6 +138,13 @@ class ShapeAllows:
     def check(self, table: HoodieTable, timeline: object, instant: object) -> None:
         table.reload_config()  # properties and index definitions as they are now
         table.shape(self.options).check(self.operation, self.write_operation)
+
+
+def _declared_operation_field(options: Mapping[str, str]) -> list[ShapeFeature]:
+    """A writer told to add ``_hoodie_operation`` (hts's writer does not: refused as the shape)."""
+    if (options.get(ALLOW_OPERATION_FIELD_KEY) or "").strip().lower() == "true":
+        return [ShapeFeature(Shape.OPERATION_FIELD, f"{ALLOW_OPERATION_FIELD_KEY}=true (declared)")]
+    return []
 
 
 def _declared_index(options: Mapping[str, str]) -> list[ShapeFeature]:
@@ -446,6 +455,8 @@ def detect(
     probe = operation_field(table, previous.operation_probe if previous is not None else None)
     if probe.evidence is not None:
         features.append(ShapeFeature(Shape.OPERATION_FIELD, probe.evidence))
+    else:
+        features += _declared_operation_field(options)
     features += metadata_features(table)
     indexed = _secondary_indexed(table)
     if indexed is not None:

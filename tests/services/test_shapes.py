@@ -1262,3 +1262,25 @@ def test_the_operation_field_in_a_commit_schema_and_its_absence(tmp_path: Path) 
         shape.check("write", "upsert")
     shape.check("clean")
     shape.check("archival")
+
+
+def test_a_write_told_to_add_the_operation_field_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``hoodie.allow.operation.metadata.field=true`` given to a write (Hudi's writers would add the
+    column; hts's would not) is refused naming the option, on an existing table and with ``--create``."""
+    path = base_table(tmp_path / "t")
+    data = tmp_path / "in.parquet"
+    pq.write_table(rows(range(4), 3), data)
+    option = ["--option", "hoodie.allow.operation.metadata.field=true"]
+    before = table_hash(path)
+    assert main(["write", str(path), "--input", str(data), "--operation", "upsert", *option]) != 0
+    err = capsys.readouterr().err
+    assert Shape.OPERATION_FIELD.value in err and "hoodie.allow.operation.metadata.field=true" in err
+    assert table_hash(path) == before
+    created = tmp_path / "new"
+    argv = ["write", str(created), "--input", str(data), "--operation", "insert", "--create"]
+    assert main([*argv, "--record-key", "id", *option]) != 0
+    assert Shape.OPERATION_FIELD.value in capsys.readouterr().err
+    assert not created.exists()
+    assert main(["write", str(path), "--input", str(data), "--operation", "upsert"]) == 0  # without it
