@@ -47,6 +47,8 @@ class OperationFieldProbe:
 
     looked_at: tuple[str | None, str | None]
     evidence: str | None
+    read: str | None = None
+    """The data file whose schema was read (None: the commit's schema told, or no data file yet)."""
 
 
 def _fields(schema: str | None) -> list[str]:
@@ -85,9 +87,11 @@ def _base_file_fields(table: HoodieTable, path: str) -> list[str]:
         return list(pq.read_schema(f).names)
 
 
-def _data_file_evidence(table: HoodieTable, instant: str, paths: list[str]) -> str | None:
-    """The first file of ``paths`` that gives a schema, as ``fetchSchemaFromFiles`` takes it."""
-    for path in paths:
+def _data_file_evidence(table: HoodieTable, instant: str, paths: list[str]) -> tuple[str | None, str | None]:
+    """The evidence in the first file of ``paths`` that gives a schema, as ``fetchSchemaFromFiles``
+    takes it, and that file. Hudi's order is a hash map's (``getFileIdAndFullPaths``) and one commit's
+    files share its writer schema, so base files are taken first: a footer is the cheaper read."""
+    for path in sorted(paths, key=_is_log_file):
         if not table.fileio.exists(path):
             continue
         if _is_log_file(path):
@@ -100,12 +104,10 @@ def _data_file_evidence(table: HoodieTable, instant: str, paths: list[str]) -> s
         else:
             continue
         if OPERATION_FIELD in fields:
-            return (
-                f"{OPERATION_FIELD} in the schema of {where}, a data file of the latest commit "
-                f"with data, {instant}"
-            )
-        return None
-    return None
+            latest = f"a data file of the latest commit with data, {instant}"
+            return f"{OPERATION_FIELD} in the schema of {where}, {latest}", path
+        return None, path
+    return None, None
 
 
 def operation_field(table: HoodieTable, previous: OperationFieldProbe | None) -> OperationFieldProbe:
@@ -128,9 +130,8 @@ def operation_field(table: HoodieTable, previous: OperationFieldProbe | None) ->
     looked_at = (schema_commit, data_commit)
     if previous is not None and previous.looked_at == looked_at:
         return previous
-    evidence: str | None = None
     if schema_commit is not None and OPERATION_FIELD in _fields(schema_text):
-        evidence = f"{OPERATION_FIELD} in the schema of commit {schema_commit}"
-    elif data_commit is not None:
-        evidence = _data_file_evidence(table, data_commit, paths)
-    return OperationFieldProbe(looked_at, evidence)
+        return OperationFieldProbe(looked_at, f"{OPERATION_FIELD} in the schema of commit {schema_commit}")
+    if data_commit is None:
+        return OperationFieldProbe(looked_at, None)
+    return OperationFieldProbe(looked_at, *_data_file_evidence(table, data_commit, paths))
