@@ -21,8 +21,9 @@ Facts settled from Apache Hudi's source:
   ``HoodieOperation.isDeleteRecord``).
 
 So the shape is recognised here as Hudi does: the schema of a file of the latest completed commit that
-wrote data (plus the commit's own schema, in case a writer recorded the field there). One footer or
-one log file's block headers is read, only when that commit changed since the last look.
+wrote data (plus the ``schema`` of that commit or a newer one, in case a writer recorded the field
+there: a reader schema with the column takes the deletes too). One footer or one log file's block
+headers is read, only when those commits changed since the last look.
 """
 
 from __future__ import annotations
@@ -125,7 +126,7 @@ def operation_field(table: HoodieTable, previous: OperationFieldProbe | None) ->
             paths = [join(table.base_path, s.path) for s in stats if s.path]
             if paths:
                 data_commit = instant.requested_time
-        if schema_commit is not None and data_commit is not None:
+        if data_commit is not None:  # the commit schemas looked at: this one's and newer ones'
             break
     looked_at = (schema_commit, data_commit)
     if previous is not None and previous.looked_at == looked_at:
