@@ -368,7 +368,8 @@ def changelog(path: Path) -> None:
     ``_hoodie_operation``; the commit's ``schema`` stays the writer schema without meta fields
     (``FlinkWriteClients``), and nothing in ``hoodie.properties`` says so."""
     for log in path.rglob(".*.log.*"):
-        _operation_block(log)
+        if ".hoodie" not in log.relative_to(path).parts:  # the data table's, not its metadata table's
+            _operation_block(log)
 
 
 def open_refused(updates: dict[str, str]) -> Callable[[Path], None]:
