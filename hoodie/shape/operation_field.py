@@ -72,8 +72,10 @@ def _log_schema(table: HoodieTable, path: str) -> tuple[str | None, str]:
     from hoodie.read.spill_blocks import LazyLogs, NotStreamable
 
     try:
-        _, blocks = LazyLogs(table.fileio, small_block=0).read(path)
+        _, blocks = LazyLogs(table.fileio, small_block=0).read(path)  # asks for the file's size first
     except NotStreamable:
+        if not table.fileio.exists(path):
+            return None, path
         blocks = read_blocks(table.fileio.read_bytes(path), path)
     data = [b for b in blocks if b.block_type.is_data and not b.is_corrupt]
     if not data:
@@ -93,14 +95,12 @@ def _data_file_evidence(table: HoodieTable, instant: str, paths: list[str]) -> t
     takes it, and that file. Hudi's order is a hash map's (``getFileIdAndFullPaths``) and one commit's
     files share its writer schema, so base files are taken first: a footer is the cheaper read."""
     for path in sorted(paths, key=_is_log_file):
-        if not table.fileio.exists(path):
-            continue
         if _is_log_file(path):
             schema, where = _log_schema(table, path)
             if schema is None:
                 continue
             fields = _fields(schema)
-        elif path.endswith(".parquet"):
+        elif path.endswith(".parquet") and table.fileio.exists(path):
             fields, where = _base_file_fields(table, path), path
         else:
             continue
