@@ -22,17 +22,20 @@ Facts settled from Apache Hudi's source:
 
 So the shape is recognised here as Hudi does: the schema of a file of the latest completed commit that
 wrote data (plus the ``schema`` of that commit or a newer one, in case a writer recorded the field
-there: a reader schema with the column takes the deletes too). One footer or one log file's block
-headers is read, only when those commits changed since the last look.
+there: a reader schema with the column takes the deletes too). One footer, or one log file (whole
+when small, else the header of the block the commit wrote), is read, only when those commits
+changed since the last look.
 """
 
 from __future__ import annotations
 
 import json
 import posixpath
+import struct
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from hoodie.errors import CorruptLogBlockError
 from hoodie.io.fileio import join
 
 if TYPE_CHECKING:
@@ -65,22 +68,48 @@ def _is_log_file(path: str) -> bool:
     return posixpath.basename(path).startswith(".") and ".log." in posixpath.basename(path)
 
 
-def _log_schema(table: HoodieTable, path: str) -> tuple[str | None, str]:
-    """The schema of the last data block of a log file (``TableSchemaResolver.readSchemaFromLogFile``),
-    read up to the blocks' headers where the file allows it, and where it was found."""
+SMALL_LOG = 1024 * 1024
+"""A log file up to this size is read whole (one request after the open); a larger one from the block
+its commit started writing at (the write stat's ``logOffset``), up to its header."""
+_BLOCK_HEAD = struct.Struct(">6sqii")  # magic, block length, log format version, block type
+
+
+def _last_data_block_schema(data: bytes, path: str) -> tuple[str | None, str]:
     from hoodie.file_group.log_reader import read_blocks
-    from hoodie.read.spill_blocks import LazyLogs, NotStreamable
+
+    blocks = [b for b in read_blocks(data, path) if b.block_type.is_data and not b.is_corrupt]
+    if not blocks:
+        return None, path
+    return blocks[-1].schema, f"{path}@{blocks[-1].offset}"
+
+
+def _header_schema_at(prefix: bytes, offset: int, path: str) -> str | None:
+    """The SCHEMA header of the data block starting ``prefix`` (None if it is not one, or is cut)."""
+    from hoodie.file_group.log_block import LOG_FORMAT_VERSION, MAGIC, BlockType, HeaderKey, decode_header
 
     try:
-        _, blocks = LazyLogs(table.fileio, small_block=0).read(path)  # asks for the file's size first
-    except NotStreamable:
-        if not table.fileio.exists(path):
-            return None, path
-        blocks = read_blocks(table.fileio.read_bytes(path), path)
-    data = [b for b in blocks if b.block_type.is_data and not b.is_corrupt]
-    if not data:
-        return None, path
-    return data[-1].schema, f"{path}@{data[-1].offset}"
+        magic, _length, version, type_id = _BLOCK_HEAD.unpack_from(prefix, 0)
+        if magic != MAGIC or version != LOG_FORMAT_VERSION or not BlockType(type_id).is_data:
+            return None
+        header, _ = decode_header(prefix, _BLOCK_HEAD.size, f"{path}@{offset}")
+    except (struct.error, ValueError, IndexError, CorruptLogBlockError):
+        return None
+    return header.get(HeaderKey.SCHEMA)
+
+
+def _log_schema(table: HoodieTable, path: str, offset: int) -> tuple[str | None, str]:
+    """The schema of the last data block of a log file (``TableSchemaResolver.readSchemaFromLogFile``)
+    and where it was found. A large file is read only at ``offset``, the first block the commit wrote
+    (its blocks share the writer schema); anything unusual there reads the file whole."""
+    with table.fileio.open_input(path) as f:
+        size = f.size()
+        if size <= SMALL_LOG:
+            return _last_data_block_schema(bytes(f.read()), path)
+        f.seek(offset)
+        schema = _header_schema_at(bytes(f.read(SMALL_LOG)), offset, path)
+    if schema is not None:
+        return schema, f"{path}@{offset}"
+    return _last_data_block_schema(table.fileio.read_bytes(path), path)
 
 
 def _base_file_fields(table: HoodieTable, path: str) -> list[str]:
@@ -90,19 +119,25 @@ def _base_file_fields(table: HoodieTable, path: str) -> list[str]:
         return list(pq.read_schema(f).names)
 
 
-def _data_file_evidence(table: HoodieTable, instant: str, paths: list[str]) -> tuple[str | None, str | None]:
-    """The evidence in the first file of ``paths`` that gives a schema, as ``fetchSchemaFromFiles``
-    takes it, and that file. Hudi's order is a hash map's (``getFileIdAndFullPaths``) and one commit's
-    files share its writer schema, so base files are taken first: a footer is the cheaper read."""
-    for path in sorted(paths, key=_is_log_file):
-        if _is_log_file(path):
-            schema, where = _log_schema(table, path)
-            if schema is None:
+def _data_file_evidence(
+    table: HoodieTable, instant: str, files: list[tuple[str, int]]
+) -> tuple[str | None, str | None]:
+    """The evidence in the first of ``files`` (path, the offset the commit wrote at) that gives a
+    schema, as ``fetchSchemaFromFiles`` takes it, and that file. Hudi's order is a hash map's
+    (``getFileIdAndFullPaths``) and one commit's files share its writer schema, so base files are
+    taken first: a footer is the cheaper read. A file gone since (cleaned) is passed over."""
+    for path, offset in sorted(files, key=lambda f: _is_log_file(f[0])):
+        try:
+            if _is_log_file(path):
+                schema, where = _log_schema(table, path, offset)
+                if schema is None:
+                    continue
+                fields = _fields(schema)
+            elif path.endswith(".parquet"):
+                fields, where = _base_file_fields(table, path), path
+            else:
                 continue
-            fields = _fields(schema)
-        elif path.endswith(".parquet") and table.fileio.exists(path):
-            fields, where = _base_file_fields(table, path), path
-        else:
+        except FileNotFoundError:
             continue
         if OPERATION_FIELD in fields:
             latest = f"a data file of the latest commit with data, {instant}"
@@ -116,15 +151,15 @@ def operation_field(table: HoodieTable, previous: OperationFieldProbe | None) ->
     with a schema and with data files are the ones it looked at."""
     schema_commit = data_commit = None
     schema_text: str | None = None
-    paths: list[str] = []
+    files: list[tuple[str, int]] = []
     for instant in reversed(table.timeline.completed().writes().instants):
         metadata = table.commit_metadata(instant)
         if schema_commit is None and metadata.schema:
             schema_commit, schema_text = instant.requested_time, metadata.schema
         if data_commit is None:
             stats = [s for ss in (metadata.partition_to_write_stats or {}).values() for s in ss or ()]
-            paths = [join(table.base_path, s.path) for s in stats if s.path]
-            if paths:
+            files = [(join(table.base_path, s.path), s.log_offset or 0) for s in stats if s.path]
+            if files:
                 data_commit = instant.requested_time
         if data_commit is not None:  # the commit schemas looked at: this one's and newer ones'
             break
@@ -135,4 +170,4 @@ def operation_field(table: HoodieTable, previous: OperationFieldProbe | None) ->
         return OperationFieldProbe(looked_at, f"{OPERATION_FIELD} in the schema of commit {schema_commit}")
     if data_commit is None:
         return OperationFieldProbe(looked_at, None)
-    return OperationFieldProbe(looked_at, *_data_file_evidence(table, data_commit, paths))
+    return OperationFieldProbe(looked_at, *_data_file_evidence(table, data_commit, files))

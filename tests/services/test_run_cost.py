@@ -61,9 +61,6 @@ def _compacted(
     return used, requests.snapshot(), plan_files, probe.read if probe is not None else None
 
 
-WALK_READS = 64
-"""The bytes a header walk of a log file reads besides its blocks (LazyLogs: magic and length before,
-trailer and next magic after each block), for a one-block log."""
 FOOTER_READ = 64 * 1024
 """The tail pyarrow reads to find a Parquet footer (parquet-cpp's default footer read size); the
 column chunks it then reads may lie in it and are read again."""
@@ -92,9 +89,8 @@ def _check_reads(
         size = os.path.getsize(path)
         if path.endswith(".parquet"):  # a footer, then the column chunks: about the file once
             assert size // 2 < read[path] <= size + FOOTER_READ, (path, read[path], size)
-        elif path == shape_read:  # whole, and its one block's header (with the walk's length and
-            # trailer reads: LazyLogs) by the shape check; a small block's header is read with it
-            assert size < read[path] <= 2 * size + WALK_READS, (path, read[path], size)
+        elif path == shape_read:  # a small log file: read whole by the shape check, then by the merge
+            assert read[path] == 2 * size, (path, read[path], size)
         elif logs_whole:  # a log file, read whole once
             assert read[path] == size, (path, read[path], size)
         else:  # the external merge reads a log file by ranges: block headers, then the blocks

@@ -1285,3 +1285,24 @@ def test_a_write_told_to_add_the_operation_field_is_refused(
     assert Shape.OPERATION_FIELD.value in capsys.readouterr().err
     assert not created.exists()
     assert main(["write", str(path), "--input", str(data), "--operation", "upsert"]) == 0  # without it
+
+
+def test_a_large_log_file_is_looked_at_only_up_to_the_header_its_commit_wrote(tmp_path: Path) -> None:
+    """A log file over SMALL_LOG is not read whole for the shape: only the block the latest commit
+    wrote (its write stat's offset), up to the header, which names ``_hoodie_operation``."""
+    from hoodie.io import usage
+    from hoodie.shape.operation_field import SMALL_LOG
+
+    path = tmp_path / "t"
+    writer = HoodieWriter(new_table(path, version=TableVersion.EIGHT, metadata_table=False))
+    writer.insert(rows(range(4), 1, partitions=1))
+    big = rows(range(4), 2, partitions=1)
+    writer.upsert(big.set_column(big.schema.get_field_index("v"), "v", pa.array(["x" * SMALL_LOG] * 4)))
+    (log,) = list(path.rglob(".*.log.*"))
+    _operation_block(log)
+    assert log.stat().st_size > SMALL_LOG
+    with usage.measure() as used:
+        shape = HoodieTable.open(str(path)).shape()
+    found = shape.feature(Shape.OPERATION_FIELD)
+    assert found is not None and f"{log.name}@0" in found.evidence, shape.features
+    assert 0 < used.read_from[str(log)] <= SMALL_LOG < log.stat().st_size
