@@ -15,8 +15,8 @@ Facts settled from Apache Hudi's source:
   (``getLastCommitMetadataWithValidData``: commits, delta commits and replace commits by requested time,
   newest first, the first whose write stats name a file), a base file's footer or the schema of the
   last data block of a log file (``readSchemaFromLogFile``). Flink's compaction and clustering take
-  the changelog mode from there too (``CompactionUtil.inferChangelogMode``: "We can improve the code
-  if the changelog mode is set up as table config"), and so write base files with the column.
+  the changelog mode from there too (``CompactionUtil.inferChangelogMode``, which notes that the mode
+  is no table config), and so write base files with the column.
 - Readers then take rows marked ``D`` or ``-U`` as deletes (``RecordContext.isDeleteHoodieOperation``,
   ``HoodieOperation.isDeleteRecord``).
 
