@@ -38,6 +38,7 @@ class Shape(StrEnum):
     FLINK_STATE = "Flink-state index"
     SCHEMA_ON_READ = "schema-on-read evolution"
     PARTIAL_UPDATES = "partial-update mode"
+    OPERATION_FIELD = "operation metadata field (_hoodie_operation)"
     PARTIAL_BLOCKS = "partial-update log blocks"
     UNMERGED_PARTIAL_BLOCKS = "partial-update log blocks without a partial merge"
     EXPRESSION_INDEX = "expression index"
@@ -86,6 +87,19 @@ _UNMERGED_PARTIAL_BLOCKS = (
     "Hudi's file-group reader merges IS_PARTIAL blocks with the table merger's partialMerge "
     "(PartialUpdateBufferedRecordMerger) and fails when the merger does not implement it "
     "(HoodieRecordMerger.partialMerge): there is no merged record to read or write"
+)
+_OPERATION_FIELD_MERGE = (
+    "Hudi's readers take rows whose _hoodie_operation is D or -U as deletes "
+    "(RecordContext.isDeleteHoodieOperation) and its compaction and clustering keep the column in the "
+    "files they write (CompactionUtil.inferChangelogMode turns the changelog mode on from the latest "
+    "data file's schema); hts neither reads nor writes that column, so deleted records would come back"
+)
+_OPERATION_FIELD_WRITE = (
+    "Hudi's writers of this table (hoodie.allow.operation.metadata.field=true, e.g. Flink's changelog "
+    "mode) write _hoodie_operation into every log block and base file (HoodieWriteHandle), and Hudi "
+    "takes the table's changelog mode from the latest data file's schema "
+    "(TableSchemaResolver.hasOperationField); hts writes no such column, so its commit would turn the "
+    "mode off for every later reader and service"
 )
 _BUCKET_CLUSTERING = (
     "clustering writes new file groups with random ids, and Hudi's bucket index maps keys to file groups by "
@@ -313,6 +327,18 @@ MATRIX: Mapping[Shape, Mapping[str, str]] = MappingProxyType(
         # Reads, compaction and clustering merge partial updates onto the previous version
         # (hoodie.merge.buffer, the per-record engine); log compaction is refused.
         Shape.PARTIAL_UPDATES: {"logcompaction": _PARTIAL_LOG_COMPACTION},
+        # Recognised as Hudi does (hoodie.shape.operation_field). Whatever reads or rewrites records is
+        # refused (indexing builds from the merged latest slices); services that move whole files or
+        # only the timeline (clean, archival, rollback, restore, savepoint, partition TTL's
+        # delete_partition, the metadata table's upkeep) are handled.
+        Shape.OPERATION_FIELD: {
+            READ: _OPERATION_FIELD_MERGE,
+            WRITE: _OPERATION_FIELD_WRITE,
+            "compaction": _OPERATION_FIELD_MERGE,
+            "logcompaction": _OPERATION_FIELD_MERGE,
+            "clustering": _OPERATION_FIELD_MERGE,
+            "indexing": _OPERATION_FIELD_MERGE,
+        },
         # Seen in the headers of the log files a plan merges (hoodie.shape.partial_blocks), at
         # schedule time; reads, compaction and clustering merge them as Hudi does (KEEP_VALUES).
         Shape.PARTIAL_BLOCKS: {"logcompaction": _PARTIAL_LOG_COMPACTION},

@@ -11,7 +11,9 @@ as are the key generator and merge resolution (:mod:`hoodie.keygen`, :mod:`hoodi
 Hudi does not persist the index type (``HoodieIndexConfig``: no table property), so a table written
 with the Flink-state index, or a bucket index without file groups yet, is known only from the
 options the operator passes (``--option`` on the CLI, a table's ``options`` in the daemon's
-settings), with Hudi's own keys. No data file is read and no log block is scanned.
+settings), with Hudi's own keys. One data file's schema is read, as Hudi reads it, for the operation
+meta field (:mod:`hoodie.shape.operation_field`), when the latest commit that wrote data changed; no
+log block is scanned for its records.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from hoodie.file_group.file_slice import FileGroupId
 from hoodie.index.bucket import bucket_id_from_file_id, is_bucket_file_id, is_nbcc_bucket_file_id
 from hoodie.io.fileio import join
 from hoodie.shape.matrix import SERVICE_OPERATIONS, WRITE, Shape, cell
+from hoodie.shape.operation_field import OperationFieldProbe, operation_field
 from hoodie.timeline.instant import Action
 
 if TYPE_CHECKING:
@@ -47,7 +50,9 @@ SCHEMA_COMMIT_SUFFIX = ".schemacommit"  # FileBasedInternalSchemaStorageManager.
 LATEST_SCHEMA_KEY = "latest_schema"  # SerDeHelper.LATEST_SCHEMA
 EXPRESSION_INDEX_PREFIXES = ("expr_index_", "func_index_")  # HoodieTableMetadataUtil (func_ before 1.0)
 EXPRESSION_INDEX_ENABLE_KEY = "hoodie.metadata.index.expression.enable"  # HoodieMetadataConfig
-DECLARED_KEYS = (*INDEX_TYPE_KEYS, BUCKET_ENGINE_KEY, EXPRESSION_INDEX_ENABLE_KEY)
+# HoodieWriteConfig.ALLOW_OPERATION_METADATA_FIELD: a writer option, persisted nowhere.
+ALLOW_OPERATION_FIELD_KEY = "hoodie.allow.operation.metadata.field"
+DECLARED_KEYS = (*INDEX_TYPE_KEYS, BUCKET_ENGINE_KEY, EXPRESSION_INDEX_ENABLE_KEY, ALLOW_OPERATION_FIELD_KEY)
 """The options a shape may be declared with (everything else in the options is ignored here)."""
 
 
@@ -71,6 +76,8 @@ class TableShape:
     last_undo: str | None = field(default=None, compare=False, repr=False)
     bucket: BucketVerdict | None = field(default=None, compare=False, repr=False)
     """For a bucket table: the verdict and the writes it covers (re-checked from newer writes only)."""
+    operation_probe: OperationFieldProbe | None = field(default=None, compare=False, repr=False)
+    """The files the operation meta field was looked for in (looked at again when newer commits wrote)."""
 
     def feature(self, shape: Shape) -> ShapeFeature | None:
         return next((f for f in self.features if f.shape is shape), None)
@@ -109,7 +116,7 @@ class TableShape:
     @classmethod
     def declared(cls, where: str, options: Mapping[str, str]) -> TableShape:
         """The shapes ``options`` declare alone (e.g. before ``--create`` makes the table)."""
-        features = list(_declared_index(options))
+        features = [*_declared_index(options), *_declared_operation_field(options)]
         if (options.get(TableKeys.CDC_ENABLED.key) or "").strip().lower() == "true":
             features.insert(0, ShapeFeature(Shape.CDC, f"{TableKeys.CDC_ENABLED.key}=true"))
         if (options.get(TableKeys.POPULATE_META_FIELDS.key) or "").strip().lower() == "false":
@@ -131,6 +138,13 @@ class ShapeAllows:
     def check(self, table: HoodieTable, timeline: object, instant: object) -> None:
         table.reload_config()  # properties and index definitions as they are now
         table.shape(self.options).check(self.operation, self.write_operation)
+
+
+def _declared_operation_field(options: Mapping[str, str]) -> list[ShapeFeature]:
+    """A writer told to add ``_hoodie_operation`` (hts's writer does not: refused as the shape)."""
+    if (options.get(ALLOW_OPERATION_FIELD_KEY) or "").strip().lower() == "true":
+        return [ShapeFeature(Shape.OPERATION_FIELD, f"{ALLOW_OPERATION_FIELD_KEY}=true (declared)")]
+    return []
 
 
 def _declared_index(options: Mapping[str, str]) -> list[ShapeFeature]:
@@ -438,6 +452,11 @@ def detect(
     for found in (_schema_on_read(table), _expression_index(table), _unreadable_schema(table)):
         if found is not None:
             features.append(found)
+    probe = operation_field(table, previous.operation_probe if previous is not None else None)
+    if probe.evidence is not None:
+        features.append(ShapeFeature(Shape.OPERATION_FIELD, probe.evidence))
+    else:
+        features += _declared_operation_field(options)
     features += metadata_features(table)
     indexed = _secondary_indexed(table)
     if indexed is not None:
@@ -475,4 +494,4 @@ def detect(
         features.append(ShapeFeature(Shape.LOG_COMPACTED, f"{first}.logcompaction"))
     if table.table_version < 8:  # named last: every other shape's refusal of indexing comes first
         features.append(ShapeFeature(Shape.VERSION_6, f"{TableKeys.VERSION.key}={int(table.table_version)}"))
-    return TableShape(table.base_path, tuple(features), witness, last_undo, bucket)
+    return TableShape(table.base_path, tuple(features), witness, last_undo, bucket, probe)

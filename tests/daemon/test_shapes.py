@@ -12,7 +12,7 @@ from hoodie.io.fileio import LocalFileIO
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action
 from tests.daemon.helpers import mor_table, request_compaction, running_daemon, wait_for
-from tests.services.test_shapes import expression_index, table_hash
+from tests.services.test_shapes import changelog, expression_index, table_hash
 
 
 def _compaction_done(path: Path, instant: str) -> bool:
@@ -142,3 +142,31 @@ def test_a_tables_refusals_are_judged_again_only_when_its_timeline_changes(
         assert len(judged) == 2
     finally:
         daemon.stop(0)
+
+
+def test_a_changelog_table_is_shown_refused_and_left_untouched_while_another_is_compacted(
+    tmp_path: Path,
+) -> None:
+    """A table laid out as Flink's changelog writer leaves it (``_hoodie_operation`` in its log blocks)
+    shows its refusals naming the log file; its compaction is never scheduled nor triggered, and no
+    file of it changes, while the other table's requested compaction completes."""
+    tables = tmp_path / "tables"
+    orders, flink = tables / "orders", tables / "flink"
+    for path in (orders, flink):
+        mor_table(path, upserts=2)
+    changelog(flink)
+    orders_pending = request_compaction(orders)
+    before = table_hash(flink)
+    every = {"enabled": True, "interval_s": 0.2}
+    policies = {"compaction": {**every, "options": {"hoodie.compact.inline.max.delta.commits": "1"}}}
+    with running_daemon(tmp_path, defaults={"policies": policies}) as (daemon, client):
+        wait_for(lambda: _compaction_done(orders, orders_pending), 60, "the other table's compaction")
+        refused = client.get("/v1/tables/flink").json()["refused"]
+        assert set(refused) == {"compaction", "logcompaction", "clustering", "indexing"}
+        assert all("_hoodie_operation in the schema of" in r and ".log." in r for r in refused.values())
+        trigger = client.post("/v1/tables/flink/compaction", json={})
+        assert trigger.status_code == 409 and "operation metadata field" in trigger.json()["error"]
+        time.sleep(1.0)  # several watch ticks and policy intervals pass
+        assert not [r for r in client.get("/v1/runs").json() if r["table"] == "flink"]
+        assert daemon.entry("flink").healthy
+    assert table_hash(flink) == before

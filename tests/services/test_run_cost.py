@@ -48,17 +48,27 @@ def _scheduled(path: Path) -> tuple[HoodieTable, str, set[str]]:
 
 def _compacted(
     path: Path, runner: Any, options: dict[str, str] | None = None
-) -> tuple[usage.Usage, dict[str, int], set[str]]:
+) -> tuple[usage.Usage, dict[str, int], set[str], str | None]:
+    """The run's usage and requests, the plan's files, and the data file the run's shape check reads
+    the schema of (the operation meta field, looked for as ``TableSchemaResolver.hasOperationField``
+    does: a file of the latest commit with data, here one of the plan's log files)."""
     _table, instant, plan_files = _scheduled(path)
+    probe = HoodieTable.open(str(path)).shape().operation_probe
     with counting() as requests, usage.measure() as used:
         execute_compaction(
             ServiceContext(HoodieTable.open(str(path)), options=options or {}), instant, runner
         )
-    return used, requests.snapshot(), plan_files
+    return used, requests.snapshot(), plan_files, probe.read if probe is not None else None
 
 
 def _check_reads(
-    used: usage.Usage, requests: dict[str, int], plan_files: set[str], base: str, *, logs_whole: bool = True
+    used: usage.Usage,
+    requests: dict[str, int],
+    plan_files: set[str],
+    base: str,
+    *,
+    logs_whole: bool = True,
+    shape_read: str | None = None,
 ) -> None:
     read = used.read_from
     assert plan_files <= read.keys(), "every base and log file of the plan is read"
@@ -76,6 +86,8 @@ def _check_reads(
             row_groups = pq.ParquetFile(path).metadata.num_row_groups
             bound = size + FOOTER_READ + COALESCE_HOLE * row_groups
             assert size // 2 < read[path] <= bound, (path, read[path], size)
+        elif path == shape_read:  # a small log file: read whole by the shape check, then by the merge
+            assert read[path] == 2 * size, (path, read[path], size)
         elif logs_whole:  # a log file, read whole once
             assert read[path] == size, (path, read[path], size)
         else:  # the external merge reads a log file by ranges: block headers, then the blocks
@@ -87,8 +99,9 @@ def _check_reads(
 
 
 def test_a_compaction_in_process_reads_the_plan_files_and_the_timeline(tmp_path: Path) -> None:
-    used, requests, plan_files = _compacted(tmp_path / "t", LocalRunner())
-    _check_reads(used, requests, plan_files, str(tmp_path / "t"))
+    used, requests, plan_files, shape_read = _compacted(tmp_path / "t", LocalRunner())
+    assert shape_read in plan_files and ".log." in shape_read  # the upsert's logs: no base file
+    _check_reads(used, requests, plan_files, str(tmp_path / "t"), shape_read=shape_read)
     assert requests == used.requests_by_op, "the run's cost and the request counter see the same requests"
     assert used.storage_requests == sum(requests.values())
 
@@ -99,7 +112,7 @@ def test_a_spilling_compaction_counts_the_base_files_its_read_ahead_thread_reads
     (tmp_path / "spill").mkdir()
     spill = {MAX_SIZE_KEY: "64", SPILL_PATH_KEY: str(tmp_path / "spill")}
     with caplog.at_level(logging.INFO):
-        used, requests, plan_files = _compacted(tmp_path / "t", LocalRunner(), spill)
+        used, requests, plan_files, _shape_read = _compacted(tmp_path / "t", LocalRunner(), spill)
     assert "spill into" in caplog.text, "the external merge ran, base batches decoded ahead on a thread"
     _check_reads(used, requests, plan_files, str(tmp_path / "t"), logs_whole=False)
 
@@ -130,9 +143,9 @@ def test_nothing_counting_leaves_the_file_as_the_store_gives_it(tmp_path: Path) 
 
 
 def test_a_compaction_on_spark_reports_the_files_its_tasks_read(tmp_path: Path, spark_runner: Any) -> None:
-    local, _local_requests, local_plan = _compacted(tmp_path / "local", LocalRunner())
-    spark, spark_requests, spark_plan = _compacted(tmp_path / "spark", spark_runner)
-    _check_reads(spark, spark_requests, spark_plan, str(tmp_path / "spark"))
+    local, _local_requests, local_plan, _ = _compacted(tmp_path / "local", LocalRunner())
+    spark, spark_requests, spark_plan, shape_read = _compacted(tmp_path / "spark", spark_runner)
+    _check_reads(spark, spark_requests, spark_plan, str(tmp_path / "spark"), shape_read=shape_read)
     assert len(spark_plan) == len(local_plan)
     assert spark.files_read == local.files_read, (sorted(spark.read_from), sorted(local.read_from))
     assert spark_requests == spark.requests_by_op, "the tasks' requests count for the table's counter too"

@@ -340,6 +340,38 @@ def partial_update_model() -> dict[str, tuple[int, str]]:
     return model
 
 
+def _operation_block(log: Path) -> None:
+    """Rewrite the data blocks of ``log`` as a writer with ``hoodie.allow.operation.metadata.field=true``
+    (Flink's changelog mode) writes them: ``_hoodie_operation`` right after ``_hoodie_file_name`` in the
+    SCHEMA header and the rows (``HoodieAvroUtils.addMetadataFields(schema, true)``), filled with the
+    ``HoodieOperation`` names: the first row a delete (``D``, with its last values), the others ``+U``."""
+    out = b""
+    for block in read_blocks(log.read_bytes(), log.name):
+        assert block.block_type is BlockType.AVRO_DATA and block.schema is not None
+        schema = json.loads(block.schema)
+        at = [f["name"] for f in schema["fields"]].index("_hoodie_file_name") + 1
+        data = decode_data_block(block, avro_to_arrow_schema(block.schema))
+        operation = {"name": "_hoodie_operation", "type": ["null", "string"], "default": None}
+        schema["fields"].insert(at, operation)
+        ops = pa.array(["D" if i == 0 else "+U" for i in range(data.num_rows)], pa.string())
+        data = data.add_column(at, "_hoodie_operation", ops)
+        header = {
+            HeaderKey.INSTANT_TIME: block.instant_time,
+            HeaderKey.SCHEMA: json.dumps(schema, separators=(",", ":")),
+        }
+        out += encode_block(BlockType.AVRO_DATA, header, encode_avro_block_content(data, schema))
+    log.write_bytes(out)
+
+
+def changelog(path: Path) -> None:
+    """The base table as a Flink changelog writer leaves it: its upsert's log blocks carry
+    ``_hoodie_operation``; the commit's ``schema`` stays the writer schema without meta fields
+    (``FlinkWriteClients``), and nothing in ``hoodie.properties`` says so."""
+    for log in path.rglob(".*.log.*"):
+        if ".hoodie" not in log.relative_to(path).parts:  # the data table's, not its metadata table's
+            _operation_block(log)
+
+
 def open_refused(updates: dict[str, str]) -> Callable[[Path], None]:
     def build(path: Path) -> None:
         _write_props(path, updates)
@@ -382,6 +414,7 @@ CASES = [
         Shape.PARTIAL_UPDATES, partial_updates, evidence="hoodie.table.partial.update.mode=FILL_UNAVAILABLE"
     ),
     Case(Shape.EXPRESSION_INDEX, expression_index, evidence="expr_index_day"),
+    Case(Shape.OPERATION_FIELD, changelog, evidence="_hoodie_operation in the schema of "),
     Case(Shape.VERSION_6, lambda _p: None, evidence="hoodie.table.version=6"),
     Case(
         Shape.METADATA_TABLE_VERSION,
@@ -1172,3 +1205,104 @@ def test_the_schedule_time_check_reads_log_block_headers_not_their_records(tmp_p
     with pytest.raises(UnsupportedShapeError, match=f"IS_PARTIAL=true in .*{log.name}"):
         check_planned_slices(table, timeline, "compaction", slices)
     assert 0 < fileio.log_bytes <= (1 << 20) + 64 * 1024, fileio.log_bytes
+
+
+def _add_operation_column(parquet: Path, op: str) -> None:
+    """Rewrite a base file as Flink's compaction writes it in changelog mode: ``_hoodie_operation``
+    right after ``_hoodie_file_name`` (``HoodieAvroUtils.addMetadataFields(schema, true)``)."""
+    data = pq.read_table(parquet)
+    at = data.schema.get_field_index("_hoodie_file_name") + 1
+    pq.write_table(data.add_column(at, "_hoodie_operation", pa.array([op] * data.num_rows)), parquet)
+
+
+def test_the_operation_field_is_seen_in_the_base_files_of_the_latest_commit_with_data(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As ``TableSchemaResolver.hasOperationField``: the latest completed commit that wrote files
+    (here inserts into base files) is looked at, and a clean after it does not make it look again;
+    clustering is refused naming the base file, and nothing is written; clean is handled."""
+    path = tmp_path / "t"
+    HoodieWriter(new_table(path, version=TableVersion.EIGHT, metadata_table=False)).insert(rows(range(8), 1))
+    for parquet in path.rglob("*.parquet"):
+        _add_operation_column(parquet, "I")
+    table = HoodieTable.open(str(path))
+    shape = table.shape()
+    found = shape.feature(Shape.OPERATION_FIELD)
+    assert found is not None and ".parquet" in found.evidence, shape.features
+    last = table.timeline.completed().writes().last()
+    assert last is not None and last.requested_time in found.evidence
+    before = table_hash(path)
+    assert main(["run", "clustering", str(path), "--spark-master", "in-process"]) != 0
+    err = capsys.readouterr().err
+    assert Shape.OPERATION_FIELD.value in err and found.evidence in err and "clustering is refused" in err
+    assert table_hash(path) == before
+    # A commit that wrote no data file leaves the verdict as it was, without reading a file again.
+    assert main(["run", "clean", str(path), "--spark-master", "in-process"]) == 0
+    table.reload()
+    assert table.shape().operation_probe is shape.operation_probe
+
+
+def test_the_operation_field_in_a_commit_schema_and_its_absence(tmp_path: Path) -> None:
+    """A commit whose ``schema`` holds ``_hoodie_operation`` names the shape too; a table whose
+    latest data files lack the column is not this shape (older blocks meet the log scan's refusal)."""
+    path = base_table(tmp_path / "t")
+    table = HoodieTable.open(str(path))
+    assert not table.shape().has(Shape.OPERATION_FIELD)
+    last = table.timeline.completed().writes().last()
+    assert last is not None
+    completed = next((path / ".hoodie").glob(f"{last.requested_time}.deltacommit"))
+    meta = json.loads(completed.read_text())
+    schema = json.loads(meta["extraMetadata"]["schema"])
+    schema["fields"].insert(0, {"name": "_hoodie_operation", "type": ["null", "string"], "default": None})
+    meta["extraMetadata"]["schema"] = json.dumps(schema)
+    completed.write_text(json.dumps(meta))
+    shape = HoodieTable.open(str(path)).shape()
+    with pytest.raises(
+        UnsupportedShapeError, match=f"_hoodie_operation in the schema of commit {last.requested_time}"
+    ):
+        shape.check("write", "upsert")
+    shape.check("clean")
+    shape.check("archival")
+
+
+def test_a_write_told_to_add_the_operation_field_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``hoodie.allow.operation.metadata.field=true`` given to a write (Hudi's writers would add the
+    column; hts's would not) is refused naming the option, on an existing table and with ``--create``."""
+    path = base_table(tmp_path / "t")
+    data = tmp_path / "in.parquet"
+    pq.write_table(rows(range(4), 3), data)
+    option = ["--option", "hoodie.allow.operation.metadata.field=true"]
+    before = table_hash(path)
+    assert main(["write", str(path), "--input", str(data), "--operation", "upsert", *option]) != 0
+    err = capsys.readouterr().err
+    assert Shape.OPERATION_FIELD.value in err and "hoodie.allow.operation.metadata.field=true" in err
+    assert table_hash(path) == before
+    created = tmp_path / "new"
+    argv = ["write", str(created), "--input", str(data), "--operation", "insert", "--create"]
+    assert main([*argv, "--record-key", "id", *option]) != 0
+    assert Shape.OPERATION_FIELD.value in capsys.readouterr().err
+    assert not created.exists()
+    assert main(["write", str(path), "--input", str(data), "--operation", "upsert"]) == 0  # without it
+
+
+def test_a_large_log_file_is_looked_at_only_up_to_the_header_its_commit_wrote(tmp_path: Path) -> None:
+    """A log file over SMALL_LOG is not read whole for the shape: only the block the latest commit
+    wrote (its write stat's offset), up to the header, which names ``_hoodie_operation``."""
+    from hoodie.io import usage
+    from hoodie.shape.operation_field import SMALL_LOG
+
+    path = tmp_path / "t"
+    writer = HoodieWriter(new_table(path, version=TableVersion.EIGHT, metadata_table=False))
+    writer.insert(rows(range(4), 1, partitions=1))
+    big = rows(range(4), 2, partitions=1)
+    writer.upsert(big.set_column(big.schema.get_field_index("v"), "v", pa.array(["x" * SMALL_LOG] * 4)))
+    (log,) = list(path.rglob(".*.log.*"))
+    _operation_block(log)
+    assert log.stat().st_size > SMALL_LOG
+    with usage.measure() as used:
+        shape = HoodieTable.open(str(path)).shape()
+    found = shape.feature(Shape.OPERATION_FIELD)
+    assert found is not None and f"{log.name}@0" in found.evidence, shape.features
+    assert 0 < used.read_from[str(log)] <= SMALL_LOG < log.stat().st_size
