@@ -192,6 +192,22 @@ def _read(path: Path) -> Model:
     return dict(pairs)
 
 
+def _ordered_by_two_fields(path: Path, schema: pa.Schema) -> HoodieWriter:
+    """A version-9 MERGE_ON_READ table ordered by ``ts`` then ``v`` (Hudi 1.1's several ordering fields)."""
+    create_table(
+        str(path),
+        table_name="t",
+        table_type=TableType.MERGE_ON_READ,
+        schema=schema,
+        record_key_fields=["id"],
+        partition_fields=["p"],
+        ordering_fields=["ts", "v"],
+        table_version=TableVersion.NINE,
+        metadata_table=False,
+    )
+    return HoodieWriter(HoodieTable.open(str(path)))
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_log_layouts_read_and_service_as_hudi(
     case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -229,18 +245,7 @@ def test_deletes_with_several_ordering_fields_keep_their_ordering_value(
     value than the record's loses (``EventTimeBufferedRecordMerger``), one with a greater value
     deletes; it is not a commit-time delete, which would delete whatever the ordering values."""
     path = tmp_path / "t"
-    create_table(
-        str(path),
-        table_name="t",
-        table_type=TableType.MERGE_ON_READ,
-        schema=SCHEMA,
-        record_key_fields=["id"],
-        partition_fields=["p"],
-        ordering_fields=["ts", "v"],
-        table_version=TableVersion.NINE,
-        metadata_table=False,
-    )
-    writer = HoodieWriter(HoodieTable.open(str(path)))
+    writer = _ordered_by_two_fields(path, SCHEMA)
     writer.insert(rows(range(4), 5, partitions=1))
     writer.upsert(rows([0], 6, partitions=1))
     writer.delete(rows([0, 1, 2], 0, partitions=1).select(["id", "p"]))
@@ -315,18 +320,7 @@ def test_hts_writes_deletes_on_several_ordering_fields_as_hudi(
     writes them, not the default (commit-time) value that would delete a later record."""
     schema = SCHEMA.append(pa.field("_hoodie_is_deleted", pa.bool_()))
     path = tmp_path / "t"
-    create_table(
-        str(path),
-        table_name="t",
-        table_type=TableType.MERGE_ON_READ,
-        schema=schema,
-        record_key_fields=["id"],
-        partition_fields=["p"],
-        ordering_fields=["ts", "v"],
-        table_version=TableVersion.NINE,
-        metadata_table=False,
-    )
-    writer = HoodieWriter(HoodieTable.open(str(path)))
+    writer = _ordered_by_two_fields(path, schema)
     writer.insert(rows(range(3), 5, partitions=1, schema=schema, _hoodie_is_deleted=False))
     writer.upsert(rows([0], 7, partitions=1, schema=schema, _hoodie_is_deleted=False))
     deletes = pa.concat_tables(
