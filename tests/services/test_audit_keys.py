@@ -22,7 +22,7 @@ from hoodie.keygen import KeyGeneratorType, key_generator_from_properties
 from hoodie.metadata.table import MetadataTable
 from hoodie.read.reader import TableReader
 from hoodie.read.slice_reader import decode_data_block
-from hoodie.schema.avro_arrow import avro_to_arrow_schema, encode_avro_block_content
+from hoodie.schema.avro_arrow import META_FIELDS, avro_to_arrow_schema, encode_avro_block_content
 from hoodie.table import HoodieTable
 from hoodie.write.create import create_table
 from hoodie.write.stored_keys import check_stored_keys
@@ -31,14 +31,6 @@ from service.cli import main
 from tests.conftest import fixture_names, fixture_path, hudi_rs_rows
 from tests.services.test_shapes import _write_props, table_hash
 from tests.tables import new_table, rows
-
-META_FIELDS = (
-    "_hoodie_commit_time",
-    "_hoodie_commit_seqno",
-    "_hoodie_record_key",
-    "_hoodie_partition_path",
-    "_hoodie_file_name",
-)
 
 
 def _null_meta(table: pa.Table) -> pa.Table:
