@@ -68,30 +68,10 @@ class TrueTimeRate:
 
 
 def _make_tables(root: Path, count: int, *, with_logs: bool) -> list[Path]:
-    import pyarrow as pa
+    """``count`` tables under ``root``: copies of one HoodieWriter wrote (:mod:`bench.fleet`)."""
+    from bench.fleet import local_tables
 
-    from hoodie.config.table_config import TableType
-    from hoodie.write.create import create_table
-    from hoodie.write.writer import HoodieWriter
-
-    schema = pa.schema([("id", pa.string()), ("ts", pa.int64())])
-    paths = []
-    for n in range(count):
-        path = root / f"t{n:04d}"
-        table = create_table(
-            str(path),
-            table_name=f"t{n:04d}",
-            table_type=TableType.MERGE_ON_READ,
-            schema=schema,
-            record_key_fields=["id"],
-            ordering_fields=["ts"],
-        )
-        writer = HoodieWriter(table)
-        writer.insert(pa.table({"id": ["a", "b"], "ts": [1, 1]}, schema=schema))
-        if with_logs:
-            writer.upsert(pa.table({"id": ["a"], "ts": [2]}, schema=schema))
-        paths.append(path)
-    return paths
+    return local_tables(root, count, with_logs=with_logs)
 
 
 class _Daemon:

@@ -69,36 +69,13 @@ def aws() -> AbstractContextManager[Any]:
     return counted_aws()
 
 
-def make_tables(endpoint: Any, prefix: str, count: int) -> list[str]:
-    """``count`` MERGE_ON_READ tables on S3, each with a base file and a log file (compactable)."""
-    from hoodie.config.table_config import TableType
-    from hoodie.write.create import create_table
-    from hoodie.write.writer import HoodieWriter
+def make_tables(endpoint: Any, root: Path, prefix: str, count: int) -> list[str]:
+    """``count`` MERGE_ON_READ tables on S3, each with a base file and a log file (compactable):
+    copies of one table HoodieWriter wrote on local disk (under ``root``), uploaded with PUTs
+    (:mod:`bench.fleet`); set-up, before any measured request."""
+    from bench.fleet import s3_tables
 
-    s3 = endpoint.client("s3")
-    try:
-        if endpoint.bucket not in {b["Name"] for b in s3.list_buckets()["Buckets"]}:
-            s3.create_bucket(Bucket=endpoint.bucket)
-    finally:
-        s3.close()
-    uris = []
-    for n in range(count):
-        uri = f"s3://{endpoint.bucket}/{prefix}/t{n:04d}"
-        table = create_table(
-            uri,
-            table_name=f"t{n:04d}",
-            table_type=TableType.MERGE_ON_READ,
-            schema=SCHEMA,
-            record_key_fields=["id"],
-            ordering_fields=["ts"],
-            metadata_table=False,  # watching is measured, not metadata-table upkeep
-            **endpoint.storage_options(),
-        )
-        writer = HoodieWriter(table)
-        writer.insert(pa.table({"id": ["a", "b"], "ts": [1, 1]}, schema=SCHEMA))
-        writer.upsert(pa.table({"id": ["a"], "ts": [2]}, schema=SCHEMA))
-        uris.append(uri)
-    return uris
+    return s3_tables(endpoint, root, prefix, count)
 
 
 class _Sim:
@@ -139,7 +116,7 @@ def idle_requests(root: Path, tables: int = 10) -> IdleCost:
     """Requests per idle table-hour on the simulated clock: an hour to back off, then one counted."""
     shutil.rmtree(root, ignore_errors=True)
     with aws() as endpoint:
-        uris = make_tables(endpoint, "idle", tables)
+        uris = make_tables(endpoint, root, "idle", tables)
         sim = _Sim(root, endpoint, uris)
         try:
             sim.run(3600)
@@ -164,7 +141,7 @@ def long_idle_reaction(root: Path, trials: int = 20, seed: int = 7) -> tuple[Rea
     rng = random.Random(seed)
     took: list[float] = []
     with aws() as endpoint:
-        (uri,) = make_tables(endpoint, "long-idle", 1)
+        (uri,) = make_tables(endpoint, root, "long-idle", 1)
         sim = _Sim(root, endpoint, [uri])
         try:
             entry = sim.daemon.entry("t0000")
@@ -217,7 +194,7 @@ def active_s3_latency(
     root.mkdir(parents=True)
     rng = random.Random(seed)
     with aws() as endpoint:
-        uris = make_tables(endpoint, "active", tables)
+        uris = make_tables(endpoint, root, "active", tables)
         endpoint.latency_s = latency_ms / 1000
         opts = endpoint.storage_options()
         daemon = _Daemon(
@@ -267,7 +244,7 @@ def event_reaction(
     rng = random.Random(seed)
     took: list[float] = []
     with aws() as endpoint:
-        uris = make_tables(endpoint, "events", requests)
+        uris = make_tables(endpoint, root, "events", requests)
         sqs, s3 = endpoint.client("sqs"), endpoint.client("s3")
         url = sqs.create_queue(QueueName="hts-bench")["QueueUrl"]
         arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]

@@ -6,11 +6,13 @@ measuring code runs and reports sane figures.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pyarrow.compute as pc
 import pytest
 
 from bench import data as bench_data
-from bench.cli import main, targets
+from bench.cli import SECTIONS, main, selected_sections, targets
 from bench.measure import measure_in_subprocess, time_readers
 from bench.profile import stage_breakdown
 from bench.readers import READERS, RECORD_KEY, differences, normalized
@@ -92,3 +94,10 @@ def test_cli_runs_end_to_end(small: bench_data.BenchData, capsys: pytest.Capture
 def test_cache_key_changes_with_the_data_version() -> None:
     assert bench_data.DATA_VERSION in bench_data.cache_key(ROWS, UPDATES)
     assert bench_data.cache_key(ROWS, UPDATES) != bench_data.cache_key(ROWS, UPDATES + 1)
+
+
+def test_make_bench_leaves_the_scaleout_section_to_make_bench_big() -> None:
+    assert selected_sections(None) == set(SECTIONS) - {"scaleout"}
+    assert selected_sections(["scaleout"]) == {"scaleout"}
+    makefile = (Path(__file__).parents[2] / "Makefile").read_text()
+    assert "$(PY) -m bench --only scaleout" in makefile.split("bench-big: install", 1)[1]
