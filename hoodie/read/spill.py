@@ -27,14 +27,13 @@ removed when the merge ends, completes or fails. Partial updates, custom mergers
 
 from __future__ import annotations
 
-import contextvars
 import dataclasses
 import logging
 import math
 import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -59,6 +58,7 @@ from hoodie.merge.vectorized import (
     merge_logs,
 )
 from hoodie.read.log_scanner import ScanStats, scan_log_blocks
+from hoodie.read.read_ahead import ReadAhead
 from hoodie.read.slice_reader import (
     BASE_BATCH_ROWS,
     SliceReadOptions,
@@ -472,26 +472,10 @@ def _emit(settled: _Settled, emit: npt.NDArray[np.bool_], winners: list[Path | N
 
 def _read_ahead(batches: Iterator[_T]) -> Iterator[_T]:
     """``batches``, the next one decoded on a thread while the caller works on this one (Parquet
-    and the vectorized Avro decoder release the GIL: both cores work; memory holds one batch more)."""
-    # The thread runs in this context, so the files it opens count for this run (hoodie.io.requests).
-    context = contextvars.copy_context()
-
-    def step() -> _T | None:
-        return next(batches, None)
-
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="hts-spill-read") as reader:
-        try:
-            ahead = reader.submit(context.run, step)
-            while (batch := ahead.result()) is not None:
-                ahead = reader.submit(context.run, step)
-                yield batch
-                del batch
-        finally:
-            ahead.cancel()
-            wait([ahead])  # the thread is done with the generator before it is closed here
-            close = getattr(batches, "close", None)
-            if close is not None:
-                close()
+    and the vectorized Avro decoder release the GIL: both cores work; memory holds one batch more).
+    The thread starts at the first ``next``, not before (the base file waits for pass 1)."""
+    with ReadAhead(batches, 1, "hts-spill-read") as ahead:
+        yield from ahead
 
 
 def _scan(
