@@ -38,9 +38,8 @@ from hoodie.schema.avro_arrow import add_meta_fields, avro_to_arrow_schema
 from hoodie.schema.internal_schema import SchemaOnRead
 from hoodie.shape.matrix import Shape
 from hoodie.table import HoodieTable
+from hoodie.write.input import KEY_COLUMN, PARTITION_COLUMN
 
-RECORD_KEY = "_hoodie_record_key"
-PARTITION_PATH = "_hoodie_partition_path"
 WITNESS_ROWS = 256
 """How many stored rows (at most) are rebuilt before a write."""
 WITNESS_PARTITIONS = 16
@@ -68,10 +67,10 @@ def check_stored_keys(
     if not table.config.populate_meta_fields:
         return  # no stored keys to compare (writes to such tables are refused by their shape)
     rows, path = _witness_rows(table, view, keygen, schema_json, written, on_read)
-    if rows is None or RECORD_KEY not in rows.column_names:
+    if rows is None or KEY_COLUMN not in rows.column_names:
         return
     rows = rows.slice(0, WITNESS_ROWS)
-    stored = rows.filter(pc.is_valid(rows[RECORD_KEY]))
+    stored = rows.filter(pc.is_valid(rows[KEY_COLUMN]))
     if stored.num_rows == 0:
         return
     where = table.base_path
@@ -82,22 +81,22 @@ def check_stored_keys(
         raise UnsupportedShapeError(
             where,
             Shape.KEY_GENERATOR.value,
-            f"{RECORD_KEY}={stored[RECORD_KEY][0].as_py()!r} in {path}: {e}",
+            f"{KEY_COLUMN}={stored[KEY_COLUMN][0].as_py()!r} in {path}: {e}",
             f"write ({operation})",
             STORED_KEYS_REASON,
         ) from None
     hive = keygen.hive_style
     for key, part, our_key, our_part in zip(
-        stored[RECORD_KEY].to_pylist(),
-        stored[PARTITION_PATH].to_pylist(),
+        stored[KEY_COLUMN].to_pylist(),
+        stored[PARTITION_COLUMN].to_pylist(),
         keys.to_pylist(),
         partitions.to_pylist(),
         strict=True,
     ):
         if key != our_key:
-            evidence = f"{RECORD_KEY}={key!r} in {path} (hts's key generator makes {our_key!r})"
+            evidence = f"{KEY_COLUMN}={key!r} in {path} (hts's key generator makes {our_key!r})"
         elif part is not None and _normal(part, hive) != _normal(our_part, hive):
-            evidence = f"{PARTITION_PATH}={part!r} of {key!r} in {path} (hts makes {our_part!r})"
+            evidence = f"{PARTITION_COLUMN}={part!r} of {key!r} in {path} (hts makes {our_part!r})"
         else:
             continue
         raise UnsupportedShapeError(
@@ -132,7 +131,7 @@ def _witness_rows(
         assert path is not None
         full = avro_to_arrow_schema(add_meta_fields(dict(schema_json)))
         fields = (*keygen.record_key_fields, *keygen.partition_fields)
-        wanted = {RECORD_KEY, PARTITION_PATH, *_top_level(fields)}
+        wanted = {KEY_COLUMN, PARTITION_COLUMN, *_top_level(fields)}
         schema = pa.schema([f for f in full if f.name in wanted])
         rows = next(iter_parquet(table.fileio, path, schema, WITNESS_ROWS, on_read=on_read), None)
         return rows, path
