@@ -65,7 +65,9 @@ def _fields(schema: str | None) -> list[str]:
 
 
 def _is_log_file(path: str) -> bool:
-    return posixpath.basename(path).startswith(".") and ".log." in posixpath.basename(path)
+    from hoodie.file_group.log_file import LogFile
+
+    return LogFile.parse(posixpath.basename(path)) is not None
 
 
 SMALL_LOG = 1024 * 1024
