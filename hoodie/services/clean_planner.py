@@ -35,15 +35,13 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
-import pyarrow as pa
-
-from hoodie.file_group.file_index import FileIndex, group_any, group_max, group_min, paused_gc
-from hoodie.file_group.view import PARTITION_METAFILE, ListedNames, PartitionListing
+from hoodie.file_group.file_index import paused_gc
+from hoodie.file_group.view import PARTITION_METAFILE
 from hoodie.io.fileio import FileIO, join
 from hoodie.models.clean import ActionInstant, CleanerPlan, CleanFileInfo, CleaningPolicy, CleanMetadata
 from hoodie.models.commit import ReplaceCommitMetadata
 from hoodie.models.savepoint import SavepointMetadata
+from hoodie.services.clean_candidates import files_worth_planning
 from hoodie.services.clean_policy import CleanPolicy
 from hoodie.services.planning import metadata_files
 from hoodie.table import HoodieTable
@@ -463,55 +461,6 @@ class _Planner:
         return out, delete_partition
 
 
-def _with_more_than_one_slice(
-    facts: TimelineFacts, partitions: Sequence[str], listed: Mapping[str, Sequence[str]]
-) -> dict[str, Sequence[str]]:
-    """The listing cut, with array operations over all of it, to the file groups a clean may touch.
-
-    A file group with one slice loses nothing unless it is replaced, so only these are planned
-    file by file: groups with two base instants or a pending compaction; layout 2 groups with a
-    log older than their newest base file (a log lands in an older slice only then) or, without
-    a base file, logs of two instants; layout 1 groups whose files carry two instants. Partitions
-    with a replaced group or a CDC log are planned whole (``delete_partition`` looks at every file).
-    """
-    whole = {p for p in partitions if p in facts.replaced or any(n.endswith(".cdc") for n in listed[p])}
-    rest = [p for p in partitions if p not in whole]
-    index = FileIndex.build([_listing(p, listed[p]) for p in rest])
-    groups, rank = index.num_groups, index.instant_rank
-    bases, logs = ~index.is_log, index.is_log
-    base_max = group_max(index.group[bases], rank[bases], groups)
-    base_min = group_min(index.group[bases], rank[bases], groups)
-    if facts.table_version >= 8:
-        log_max = group_max(index.group[logs], rank[logs], groups)
-        log_min = group_min(index.group[logs], rank[logs], groups)
-        older_log = group_any(index.group[logs & (rank < base_max[index.group])], groups)
-        no_base_two = (base_max < 0) & (log_max != log_min)
-        several = (base_max != base_min) | older_log | no_base_two
-    else:
-        several = (group_max(index.group, rank, groups) != group_min(index.group, rank, groups)) | (
-            base_max != base_min
-        )
-    pending = {**facts.pending_compaction_slices, **facts.needed_from, **facts.clustering_from}
-    several |= index.group_mask(list(pending))
-    out: dict[str, Sequence[str]] = {p: listed[p] for p in whole}
-    rows = np.flatnonzero(several[index.group])
-    cut: dict[int, list[str]] = {}
-    for part, name in zip(
-        index.part[rows].tolist(), index.name.take(pa.array(rows)).to_pylist(), strict=True
-    ):
-        cut.setdefault(part, []).append(name)
-    for part, partition in enumerate(rest):
-        out[partition] = cut.get(part, [])
-    return out
-
-
-def _listing(partition: str, names: Sequence[str]) -> PartitionListing:
-    """The listing of ``names`` (sizes do not matter to the cut), or the one they were cut from."""
-    if isinstance(names, ListedNames):
-        return names.listing
-    return PartitionListing(partition, list(names), [0] * len(names))
-
-
 def _lister(table: HoodieTable, timeline: ActiveTimeline) -> Callable[[Sequence[str] | None], TableListing]:
     """File names per partition: from the metadata table's ``files`` partition when the table has
     one (Hudi's clean planner reads its metadata-backed file-system view), else from storage."""
@@ -564,13 +513,15 @@ def plan_clean(
         if missing:
             listed.update(lister(missing))
     planner = _Planner(table, policy, facts, normalize(earliest.requested_time) if earliest else None)
+    candidates: Mapping[str, Sequence[str]] = listed
     if policy.policy is not CleaningPolicy.KEEP_LATEST_FILE_VERSIONS or policy.file_versions_retained > 0:
-        listed = _with_more_than_one_slice(facts, partitions, listed)
+        pinned = {**facts.pending_compaction_slices, **facts.needed_from, **facts.clustering_from}
+        candidates = files_worth_planning(facts.table_version, partitions, listed, facts.replaced, pinned)
     to_delete: dict[str, list[CleanFileInfo]] = {}
     partitions_to_delete: list[str] = []
     with paused_gc():  # per-group dicts for every partition: no heap walks while they come and go
         for partition in partitions:
-            names, drop = planner.files_to_delete(partition, listed[partition])
+            names, drop = planner.files_to_delete(partition, candidates[partition])
             if names:
                 prefix = table.fileio.to_uri(join(table.base_path, partition)) + "/"
                 to_delete[partition] = [
