@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 
 from hoodie.errors import UnsupportedTableError
 from hoodie.file_group.log_block import BlockType, HeaderKey, encode_block
-from hoodie.merge.vectorized import arrow_family
+from hoodie.merge.log_entries import arrow_family
 from hoodie.models.codec import load_schema
 from hoodie.schema.avro_arrow import encode_avro_block_content
 

@@ -20,16 +20,10 @@ from hoodie.file_group.log_reader import CorruptBlockReport
 from hoodie.io.fileio import FileIO
 from hoodie.merge.buffer import merge_file_group
 from hoodie.merge.config import MergeConfig
+from hoodie.merge.log_entries import DeleteEntries, MergeSpec, spec_for, supports
 from hoodie.merge.records import DataEntry, DeleteEntry, LogEntry
 from hoodie.merge.trace import MergeTrace
-from hoodie.merge.vectorized import (
-    DeleteEntries,
-    MergeCounts,
-    MergeSpec,
-    iter_merge_slice,
-    spec_for,
-    supports,
-)
+from hoodie.merge.vectorized import MergeCounts, iter_merge_slice
 from hoodie.models.codec import load_schema
 from hoodie.read.base_keys import RowGroupKeys
 from hoodie.read.log_scanner import InstantRange, ScanStats, scan_log_blocks

@@ -48,15 +48,8 @@ from hoodie.file_group.base_file_writer import BaseFileWriter
 from hoodie.file_group.file_slice import FileSlice
 from hoodie.file_group.log_block import BlockType, LogBlock
 from hoodie.io.fileio import FileIO
-from hoodie.merge.vectorized import (
-    BaseMerger,
-    DeleteEntries,
-    LogMerge,
-    MergeCounts,
-    MergeSpec,
-    _ordering_types,
-    merge_logs,
-)
+from hoodie.merge.log_entries import DeleteEntries, MergeSpec, ordering_types
+from hoodie.merge.vectorized import BaseMerger, LogMerge, MergeCounts, merge_logs
 from hoodie.read.log_scanner import ScanStats, scan_log_blocks
 from hoodie.read.read_ahead import ReadAhead
 from hoodie.read.slice_reader import (
@@ -544,7 +537,7 @@ def iter_spilled_slice(
             counts.base_rows += batch.num_rows
             yield batch
         return
-    ord_types = _ordering_types([], spec, opts.schema.empty_table())
+    ord_types = ordering_types([], spec, opts.schema.empty_table())
     root = Path(tempfile.mkdtemp(prefix="hts-spill-", dir=budget.spill_path))
     log.info(
         "%s: log records over %s=%d spill into %d buckets under %s",

@@ -42,8 +42,9 @@ from hoodie.file_group.log_file import LogFile
 from hoodie.file_group.log_writer import DELETE_BLOCK_VERSION, WRAPPER_NAMESPACE, ordering_wrappers
 from hoodie.io.fileio import join
 from hoodie.merge.config import MergeConfig
+from hoodie.merge.log_entries import DeleteEntries, spec_for, supports
 from hoodie.merge.resolve import resolve_merge_config
-from hoodie.merge.vectorized import DeleteEntries, merge_logs_only, spec_for, supports
+from hoodie.merge.vectorized import merge_logs_only
 from hoodie.models.codec import load_schema
 from hoodie.models.commit import CommitMetadata, RuntimeStats, WriteOperationType, WriteStat
 from hoodie.models.compaction import CompactionOperation, CompactionPlan, CompactionStrategy

@@ -29,8 +29,9 @@ from hoodie.file_group.log_writer import OrderingWrapper, avro_data_block, delet
 from hoodie.io.fileio import FileIO, join
 from hoodie.merge.buffer import merge_file_group
 from hoodie.merge.config import MergeConfig
+from hoodie.merge.log_entries import DeleteEntries, MergeSpec, supports
 from hoodie.merge.records import DataEntry, DeleteEntry, LogEntry
-from hoodie.merge.vectorized import DeleteEntries, MergeSpec, merge_slice, supports
+from hoodie.merge.vectorized import merge_slice
 from hoodie.models.commit import RuntimeStats, WriteStat
 from hoodie.read.slice_reader import read_parquet
 from hoodie.schema.internal_schema import SchemaOnRead

@@ -21,7 +21,7 @@ from hoodie.errors import InvalidInputError, SchemaError
 from hoodie.keygen import KeyGenerator
 from hoodie.merge.buffer import dedupe_incoming
 from hoodie.merge.config import MergeConfig
-from hoodie.merge.vectorized import MergeSpec, data_delete_mask
+from hoodie.merge.log_entries import MergeSpec, data_delete_mask
 from hoodie.schema.avro_arrow import META_FIELDS, avro_to_arrow_schema, conform
 
 KEY_COLUMN = "_hoodie_record_key"

@@ -33,8 +33,8 @@ from hoodie.file_group.log_writer import (
     ordering_wrappers,
 )
 from hoodie.keygen import key_generator_from_properties
+from hoodie.merge.log_entries import DeleteEntries, MergeSpec, arrow_family, spec_for
 from hoodie.merge.resolve import resolve_merge_config
-from hoodie.merge.vectorized import DeleteEntries, MergeSpec, arrow_family, spec_for
 from hoodie.metadata.keys import decode_file_id
 from hoodie.metadata.partitions import enabled_partitions, has_metadata_table
 from hoodie.metadata.records import MetadataPartition

@@ -21,7 +21,8 @@ from hoodie.errors import TableServiceError
 from hoodie.file_group.log_block import BlockType, HeaderKey, LogBlock, encode_block
 from hoodie.file_group.log_reader import iter_blocks
 from hoodie.merge.config import MergeConfig
-from hoodie.merge.vectorized import DeleteEntries, LogSurvivors, MergeSpec, merge_logs_only, merge_slice
+from hoodie.merge.log_entries import DeleteEntries, MergeSpec
+from hoodie.merge.vectorized import LogSurvivors, merge_logs_only, merge_slice
 from hoodie.models.codec import load_schema
 from hoodie.models.compaction import CompactionPlan
 from hoodie.read.log_scanner import scan_log_blocks

@@ -19,8 +19,9 @@ from hypothesis import strategies as st
 from hoodie.config.table_config import RecordMergeMode
 from hoodie.merge.buffer import merge_file_group
 from hoodie.merge.config import MergeConfig
+from hoodie.merge.log_entries import DeleteEntries, spec_for
 from hoodie.merge.records import DataEntry, DeleteEntry, LogEntry
-from hoodie.merge.vectorized import DeleteEntries, merge_slice, spec_for
+from hoodie.merge.vectorized import merge_slice
 
 KEY = "_hoodie_record_key"
 KEYS = st.sampled_from(["a", "b", "c"])

@@ -9,8 +9,9 @@ import pytest
 
 from hoodie.cdc.logger import diff_by_key, traced_changes
 from hoodie.config.table_config import RecordMergeMode
+from hoodie.merge.log_entries import DeleteEntries, MergeSpec
 from hoodie.merge.trace import MergeTrace
-from hoodie.merge.vectorized import DeleteEntries, MergeSpec, iter_merge_slice
+from hoodie.merge.vectorized import iter_merge_slice
 
 SCHEMA = pa.schema(
     [("_hoodie_commit_time", pa.string()), ("_hoodie_record_key", pa.string()), ("v", pa.int64())]
