@@ -80,3 +80,10 @@ class ReadAhead(Generic[_T]):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def read_ahead_from_first(source: Iterator[_T], depth: int, name: str) -> Iterator[_T]:
+    """The items of ``source`` through a :class:`ReadAhead` that starts at the first ``next``, not
+    before (a base file whose decoding must wait until the logs are spilled)."""
+    with ReadAhead(source, depth, name) as ahead:
+        yield from ahead

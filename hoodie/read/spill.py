@@ -36,7 +36,7 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -51,7 +51,7 @@ from hoodie.io.fileio import FileIO
 from hoodie.merge.log_entries import DeleteEntries, MergeSpec, ordering_types
 from hoodie.merge.vectorized import BaseMerger, LogMerge, MergeCounts, merge_logs
 from hoodie.read.log_scanner import ScanStats, scan_log_blocks
-from hoodie.read.read_ahead import ReadAhead
+from hoodie.read.read_ahead import read_ahead_from_first
 from hoodie.read.slice_reader import (
     BASE_BATCH_ROWS,
     SliceReadOptions,
@@ -82,7 +82,6 @@ _MIN_DICTIONARY_BYTES = 64 * 1024
 _SEQ = "_hts_spill_seq"
 #: Buckets merged at once in pass 2.
 _MERGE_THREADS = 2
-_T = TypeVar("_T")
 
 
 def iter_compacted_slice(
@@ -265,7 +264,7 @@ def _spill_logs(
     key = opts.key_field
     seq = 0
     # The next part is read and decoded on a thread while this one is bucketed and written.
-    for part in _read_ahead(_parts(blocks, opts, lazy)):
+    for part in read_ahead_from_first(_parts(blocks, opts, lazy), 1, "hts-spill-parts"):
         n = len(part) if isinstance(part, DeleteEntries) else part.num_rows
         if n == 0:
             continue
@@ -463,14 +462,6 @@ def _emit(settled: _Settled, emit: npt.NDArray[np.bool_], winners: list[Path | N
                 cursor.file.close()
 
 
-def _read_ahead(batches: Iterator[_T]) -> Iterator[_T]:
-    """``batches``, the next one decoded on a thread while the caller works on this one (Parquet
-    and the vectorized Avro decoder release the GIL: both cores work; memory holds one batch more).
-    The thread starts at the first ``next``, not before (the base file waits for pass 1)."""
-    with ReadAhead(batches, 1, "hts-spill-read") as ahead:
-        yield from ahead
-
-
 def _scan(
     fileio: FileIO,
     base_path: str,
@@ -504,10 +495,12 @@ def iter_spilled_slice(
     module docstring); the spill directory is gone when the iteration ends or fails."""
     base_file = file_slice.base_file_path(base_path)
     base_batches: Iterable[pa.Table] = (
-        _read_ahead(
+        read_ahead_from_first(  # one batch decoded (without the GIL) while the one before merges
             iter_parquet(
                 fileio, base_file, opts.schema, SPILL_BATCH_ROWS, on_read=opts.on_read, low_memory=True
-            )
+            ),
+            1,
+            "hts-spill-read",
         )
         if base_file
         else ()
