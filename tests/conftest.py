@@ -20,6 +20,7 @@ pytest_plugins = [
     "tests.servers.s3",
     "tests.servers.counted_aws",
     "tests.servers.azurite",
+    "tests.services.archival_support",  # table_of: the archival tests' session-wide tables
 ]
 
 REPO = Path(__file__).resolve().parents[1]

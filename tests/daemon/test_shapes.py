@@ -12,7 +12,7 @@ from hoodie.io.fileio import LocalFileIO
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action
 from tests.daemon.helpers import mor_table, request_compaction, running_daemon, wait_for
-from tests.services.test_shapes import changelog, expression_index, table_hash
+from tests.services.shapes_support import changelog, expression_index, table_hash
 
 
 def _compaction_done(path: Path, instant: str) -> bool:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import helm_python
+import pytest
 import yaml
 
 from service.settings import deep_merge
@@ -84,3 +85,53 @@ def token_secret(docs: list[dict]) -> dict[str, str] | None:
     if not secrets:
         return None
     return {k: base64.b64decode(v).decode() for k, v in secrets[0]["data"].items()}
+
+
+# -- what the chart tests share (test_helm_chart.py, test_helm_deployment.py) -----------------------
+
+CRD_GROUP = "monitoring.coreos.com"
+VALUES_CASES = [None, *CI_VALUES]  # None: the chart's defaults alone
+
+
+def values_id(values: Path | None) -> str:
+    return "defaults" if values is None else values.name
+
+
+def files_of(values: Path | None) -> list[Path] | None:
+    return [values] if values is not None else None
+
+
+# Autouse in each module that imports it (by name).
+@pytest.fixture(scope="module", autouse=True)
+def quiet_helm() -> None:
+    helm_python.disable_logging()
+
+
+def deployment_of(docs: list[dict]) -> dict:
+    (dep,) = find(docs, "Deployment")
+    return dep
+
+
+def pod_spec_of(docs: list[dict]) -> dict:
+    spec: dict = deployment_of(docs)["spec"]["template"]["spec"]
+    return spec
+
+
+def container_of(docs: list[dict]) -> dict:
+    (container,) = pod_spec_of(docs)["containers"]
+    return container
+
+
+def selector_matches(selector: dict[str, str], labels: dict[str, str]) -> bool:
+    return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
+
+
+def projected_items(docs: list[dict]) -> dict[str, tuple[str, str, str]]:
+    """Path in the config volume → (kind, object name, key) for every item it projects."""
+    (volume,) = [v for v in pod_spec_of(docs)["volumes"] if v["name"] == "config"]
+    out = {}
+    for source in volume["projected"]["sources"]:
+        for kind, ref in source.items():
+            for item in ref["items"]:
+                out[item["path"]] = (kind, ref["name"], item["key"])
+    return out

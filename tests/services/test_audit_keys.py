@@ -29,7 +29,7 @@ from hoodie.write.stored_keys import check_stored_keys
 from hoodie.write.writer import HoodieWriter
 from service.cli import main
 from tests.conftest import fixture_names, fixture_path, hudi_rs_rows
-from tests.services.test_shapes import _write_props, table_hash
+from tests.services.shapes_support import table_hash, write_props
 from tests.tables import new_table, rows
 
 
@@ -49,7 +49,7 @@ def to_virtual_keys(path: Path, *, absent: bool = False) -> None:
     HoodieSparkParquetWriter and HoodieAppendHandle populate them only with populateMetaFields), or,
     with ``absent``, left out (releases whose ``addMetadataFields`` takes populateMetaFields); delete
     blocks keep the keys the writer's key generator made."""
-    _write_props(path, {"hoodie.populate.meta.fields": "false"})
+    write_props(path, {"hoodie.populate.meta.fields": "false"})
 
     def layout(data: pa.Table) -> pa.Table:
         return data.drop_columns(list(META_FIELDS)) if absent else _null_meta(data)
@@ -91,7 +91,7 @@ def _model_and_table(
             "hoodie.table.recordkey.fields": ",".join(record_key_fields),
             "hoodie.table.keygenerator.type": "COMPLEX",
         }
-        _write_props(path, keys)
+        write_props(path, keys)
         table = HoodieTable.open(str(path))
     writer = HoodieWriter(table)
     writer.insert(rows(range(12), 1))
@@ -307,7 +307,7 @@ def test_version_6_custom_key_generator_takes_its_types_from_the_writer_option(
         metadata_table=False,
     )
     # as Hudi 0.15 leaves hoodie.properties (HoodieTableConfig: class, names only, timestamp options)
-    _write_props(
+    write_props(
         path, {"hoodie.table.keygenerator.class": "org.apache.hudi.keygen.CustomKeyGenerator", **timestamp}
     )
     option = "hoodie.datasource.write.partitionpath.field=region:SIMPLE,ev:TIMESTAMP"

@@ -29,8 +29,8 @@ from hoodie.timeline.instant import Action, State
 from hoodie.write.options import WriteOptions
 from hoodie.write.writer import HoodieWriter
 from tests.conftest import hudi_rs_rows
+from tests.services.shapes_support import table_hash
 from tests.services.test_clustering import SCHEMA, _cluster, _live_groups, _rows, _snapshot
-from tests.services.test_shapes import table_hash
 from tests.tables import new_table
 
 RUN = "org.apache.hudi.client.clustering.run.strategy."

@@ -18,7 +18,7 @@ from hoodie.timeline.instant import Action
 from hoodie.transaction.lock import InProcessLockProvider
 from hoodie.transaction.time_generator import WaitBasedTimeGenerator
 from hoodie.write.writer import HoodieWriter
-from tests.services.test_shapes import CASES, Case, base_table
+from tests.services.shapes_support import CASES, Case, base_table
 from tests.services.test_ttl import DAY_MS, DAYS, hudi_rs_keys, keys, planned, table_hash, ttl, write
 from tests.tables import SCHEMA, define_secondary_index, hts, new_table, rows
 
