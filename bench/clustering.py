@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bench.data import BASE_COMPRESSION, DATA_SCHEMA, KEY, ORDERING, make_rows
+from hoodie.schema.meta_fields import FILENAME_METADATA_FIELD, RECORD_KEY_METADATA_FIELD
 
 TARGET_VS_FLOOR = 0.3
 DATA_VERSION = "v1"
@@ -116,7 +117,7 @@ def run_floor(table: Path, out: Path) -> float:
         p.read_bytes()
     started = time.perf_counter()
     data = pa.concat_tables([pq.read_table(p) for p in inputs])
-    data = set_constant(data, "_hoodie_file_name", out.name)
+    data = set_constant(data, FILENAME_METADATA_FIELD, out.name)
     pq.write_table(data, out, compression=BASE_COMPRESSION, store_schema=False)
     return time.perf_counter() - started
 
@@ -144,8 +145,8 @@ def check_same_rows(copied: Path, rewritten: Path) -> None:
     from hoodie.table import HoodieTable
 
     def rows(path: Path) -> pa.Table:
-        data = TableReader(HoodieTable.open(str(path))).snapshot().drop_columns(["_hoodie_file_name"])
-        return data.sort_by("_hoodie_record_key")
+        data = TableReader(HoodieTable.open(str(path))).snapshot().drop_columns([FILENAME_METADATA_FIELD])
+        return data.sort_by(RECORD_KEY_METADATA_FIELD)
 
     if not rows(copied).equals(rows(rewritten)):
         raise RuntimeError("binary-copy clustering and the rewrite disagree on the table's rows")

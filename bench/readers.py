@@ -25,9 +25,8 @@ from hudi import HudiTableBuilder
 
 from bench.data import BenchData
 from hoodie.read.reader import TableReader
+from hoodie.schema.meta_fields import RECORD_KEY_METADATA_FIELD as RECORD_KEY
 from hoodie.table import HoodieTable
-
-RECORD_KEY = "_hoodie_record_key"
 
 
 def read_ours(data: BenchData) -> pa.Table:

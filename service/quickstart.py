@@ -11,6 +11,7 @@ import pyarrow as pa
 
 from hoodie.config.table_config import TableType
 from hoodie.read.reader import TableReader
+from hoodie.schema.meta_fields import COMMIT_TIME_METADATA_FIELD
 from hoodie.table import HoodieTable
 from hoodie.write.create import create_table
 from hoodie.write.writer import HoodieWriter
@@ -44,7 +45,7 @@ def _rows(rows: Sequence[tuple[object, ...]]) -> pa.Table:
 
 def _show(title: str, table: pa.Table) -> None:
     print(f"\n{title} ({table.num_rows} rows)")
-    cols = ["_hoodie_commit_time", "rider", "driver", "fare", "city"]
+    cols = [COMMIT_TIME_METADATA_FIELD, "rider", "driver", "fare", "city"]
     for row in sorted(table.select(cols).to_pylist(), key=lambda r: r["rider"]):
         print("  " + "  ".join(f"{row[c]!s:<18}" if c != "fare" else f"{row[c]:>7.2f}" for c in cols))
 

@@ -30,7 +30,6 @@ from hoodie.cdc.schemas import (
     AFTER,
     BEFORE,
     LOGFILE_SUFFIX,
-    META_FIELDS,
     OP,
     RECORD_KEY,
     TS_MS,
@@ -50,9 +49,12 @@ from hoodie.schema.avro_arrow import (
     decode_avro_block_content,
     encode_avro_block_content,
 )
+from hoodie.schema.meta_fields import (
+    COMMIT_TIME_METADATA_FIELD,
+    HOODIE_META_COLUMNS_WITH_OPERATION,
+    RECORD_KEY_METADATA_FIELD,
+)
 
-KEY = "_hoodie_record_key"
-COMMIT_TIME = "_hoodie_commit_time"
 MAX_BLOCK_BYTES = 256 * 1024 * 1024
 """``hoodie.logfile.data.block.max.size`` default (``HoodieStorageConfig``)."""
 
@@ -72,7 +74,7 @@ class Changes:
 
 
 def _keys(table: pa.Table) -> pa.Array:
-    column = table[KEY]
+    column = table[RECORD_KEY_METADATA_FIELD]
     arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     return arr if pa.types.is_string(arr.type) else pc.cast(arr, pa.string())
 
@@ -107,10 +109,13 @@ def diff_by_key(before: pa.Table, after: pa.Table) -> Changes:
     kept_b, kept_a = b_idx[found], after_pos[found]
     if len(kept_a) == len(bk) and np.array_equal(kept_a, b_idx):
         # aligned: the stored rows are the first rows of the output, in order
-        changed = pc.not_equal(before[COMMIT_TIME], after[COMMIT_TIME].slice(0, len(bk)))
+        changed = pc.not_equal(
+            before[COMMIT_TIME_METADATA_FIELD], after[COMMIT_TIME_METADATA_FIELD].slice(0, len(bk))
+        )
     else:
         changed = pc.not_equal(
-            before[COMMIT_TIME].take(pa.array(kept_b)), after[COMMIT_TIME].take(pa.array(kept_a))
+            before[COMMIT_TIME_METADATA_FIELD].take(pa.array(kept_b)),
+            after[COMMIT_TIME_METADATA_FIELD].take(pa.array(kept_a)),
         )
     changed_np = pc.fill_null(changed, True).to_numpy(zero_copy_only=False).astype(bool)
     upd_b, upd_a = kept_b[changed_np], kept_a[changed_np]
@@ -265,4 +270,4 @@ def read_cdc_records(
 
 
 def data_fields(schema: pa.Schema) -> list[str]:
-    return [n for n in schema.names if n not in META_FIELDS]
+    return [n for n in schema.names if n not in HOODIE_META_COLUMNS_WITH_OPERATION]

@@ -59,6 +59,7 @@ from hoodie.merge.resolve import resolve_merge_config
 from hoodie.models.commit import CommitMetadata, ReplaceCommitMetadata, WriteStat
 from hoodie.read.reader import TableReader, schema_on_read, table_schema
 from hoodie.read.slice_reader import SliceReadOptions, read_parquet, read_slice
+from hoodie.schema.meta_fields import RECORD_KEY_METADATA_FIELD
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant
 from hoodie.timeline.instant_time import normalize
@@ -422,7 +423,7 @@ def _lazy_json(reader: CDCReader, table: pa.Table) -> Callable[[int], str]:
 
 
 def _by_key(reader: CDCReader, table: pa.Table) -> Callable[[str | None], str | None]:
-    keys = table["_hoodie_record_key"].to_pylist() if table.num_rows else []
+    keys = table[RECORD_KEY_METADATA_FIELD].to_pylist() if table.num_rows else []
     index = {str(k): i for i, k in enumerate(keys)}
     text = _lazy_json(reader, table)
 

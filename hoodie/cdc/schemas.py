@@ -24,6 +24,7 @@ from typing import Any
 
 from hoodie.config.table_config import TableConfig, TableKeys
 from hoodie.errors import InvalidTableConfigError
+from hoodie.schema.meta_fields import HOODIE_META_COLUMNS_WITH_OPERATION
 
 MODE_KEY = TableKeys.CDC_LOGGING_MODE.key
 LOGFILE_SUFFIX = ".cdc"
@@ -35,16 +36,6 @@ TS_MS = "ts_ms"
 BEFORE = "before"
 AFTER = "after"
 RECORD_KEY = "record_key"
-
-META_FIELDS = (
-    "_hoodie_commit_time",
-    "_hoodie_commit_seqno",
-    "_hoodie_record_key",
-    "_hoodie_partition_path",
-    "_hoodie_file_name",
-    "_hoodie_operation",
-)
-"""Dropped from the images (``HoodieAvroUtils.removeMetadataFields``)."""
 
 
 class SupplementalLoggingMode(StrEnum):
@@ -97,9 +88,12 @@ OP_KEY_SCHEMA_TEXT = (
 
 
 def data_schema(table_schema: Mapping[str, Any]) -> dict[str, Any]:
-    """``table_schema`` without Hudi's meta fields (the schema of a before/after image)."""
+    """``table_schema`` without Hudi's meta fields (the schema of a before/after image), as
+    ``HoodieAvroUtils.removeMetadataFields`` drops them."""
     out = dict(table_schema)
-    out["fields"] = [f for f in table_schema["fields"] if f.get("name") not in META_FIELDS]
+    out["fields"] = [
+        f for f in table_schema["fields"] if f.get("name") not in HOODIE_META_COLUMNS_WITH_OPERATION
+    ]
     return out
 
 

@@ -40,12 +40,16 @@ from hoodie.file_group.file_slice import FileSlice
 from hoodie.io.fileio import FileIO, join
 from hoodie.merge.trace import MergeTrace
 from hoodie.read.slice_reader import read_parquet
-from hoodie.schema.avro_arrow import META_FIELDS
+from hoodie.schema.meta_fields import (
+    COMMIT_TIME_METADATA_FIELD,
+    HOODIE_META_COLUMNS,
+    RECORD_KEY_METADATA_FIELD,
+)
 from hoodie.write.bucket_info import Bucket
 from hoodie.write.markers import IOType, WriteMarkers
 from hoodie.write.options import ALLOW_DUPLICATE_ON_INSERTS
 
-_DIFF_COLUMNS = ("_hoodie_commit_time", "_hoodie_record_key")
+_DIFF_COLUMNS = (COMMIT_TIME_METADATA_FIELD, RECORD_KEY_METADATA_FIELD)
 
 
 @dataclass(frozen=True)
@@ -152,7 +156,9 @@ def log_compaction_changes(
     else:
         # The stored rows: their keys and commit times for the diff, their data for the images (the
         # other meta columns, the unique sequence numbers above all, are not decoded).
-        needed = pa.schema([f for f in schema if f.name in _DIFF_COLUMNS or f.name not in META_FIELDS])
+        needed = pa.schema(
+            [f for f in schema if f.name in _DIFF_COLUMNS or f.name not in HOODIE_META_COLUMNS]
+        )
         if file_slice.base_file is not None:
             path = join(base_path, file_slice.partition_path, file_slice.base_file.name)
             before = read_parquet(fileio, path, needed)

@@ -27,8 +27,8 @@ from hoodie.bloom import (
 )
 from hoodie.config.properties import java_date_string
 from hoodie.io.fileio import FileIO, join
+from hoodie.schema.meta_fields import RECORD_KEY_METADATA_FIELD
 
-RECORD_KEY_FIELD = "_hoodie_record_key"
 MIN_RECORD_KEY_FOOTER = "hoodie_min_record_key"
 MAX_RECORD_KEY_FOOTER = "hoodie_max_record_key"
 AVRO_SCHEMA_FOOTER = "parquet.avro.schema"
@@ -152,9 +152,9 @@ class BaseFileWriter:
 
     def _track_keys(self, table: pa.Table) -> None:
         self._rows += table.num_rows
-        if self._bloom is None or RECORD_KEY_FIELD not in table.column_names:
+        if self._bloom is None or RECORD_KEY_METADATA_FIELD not in table.column_names:
             return
-        keys = table[RECORD_KEY_FIELD]
+        keys = table[RECORD_KEY_METADATA_FIELD]
         assert self._hasher is not None
         # One worker keeps the keys in write order, which the dynamic filter depends on.
         self._hashing.append(self._hasher.submit(self._bloom.add_all, keys))

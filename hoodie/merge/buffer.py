@@ -16,7 +16,6 @@ from hoodie.errors import InvalidTableConfigError
 from hoodie.merge.config import COMMIT_TIME_STRATEGY_ID, EVENT_TIME_STRATEGY_ID, MergeConfig
 from hoodie.merge.mergers import CustomMerger, PartialBlockMerger, record_merger_for
 from hoodie.merge.records import (
-    IS_DELETED_FIELD,
     BufferedRecord,
     BufferedRecordMerger,
     CommitTimeMerger,
@@ -27,6 +26,7 @@ from hoodie.merge.records import (
     LogEntry,
     Row,
 )
+from hoodie.schema.meta_fields import HOODIE_IS_DELETED_FIELD
 
 
 def _strategy_id(ctx: MergeConfig) -> str:
@@ -139,6 +139,6 @@ def dedupe_incoming(rows: Iterable[Row], ctx: MergeConfig, key_of: Callable[[Row
         if merged is not None:
             kept[key] = merged
     return [
-        rec.values if rec.values is not None else {**latest[key], IS_DELETED_FIELD: True}
+        rec.values if rec.values is not None else {**latest[key], HOODIE_IS_DELETED_FIELD: True}
         for key, rec in kept.items()
     ]

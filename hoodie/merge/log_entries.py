@@ -21,9 +21,11 @@ import pyarrow.compute as pc
 from hoodie.config.table_config import RecordMergeMode
 from hoodie.merge.config import MergeConfig
 from hoodie.merge.records import engine_number, java_string
-
-IS_DELETED_FIELD = "_hoodie_is_deleted"
-OPERATION_FIELD = "_hoodie_operation"
+from hoodie.schema.meta_fields import (
+    HOODIE_IS_DELETED_FIELD,
+    OPERATION_METADATA_FIELD,
+    RECORD_KEY_METADATA_FIELD,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +46,7 @@ class MergeSpec:
 
     mode: RecordMergeMode
     ordering_fields: tuple[str, ...] = ()
-    key_field: str = "_hoodie_record_key"
+    key_field: str = RECORD_KEY_METADATA_FIELD
     delete_field: str | None = None
     delete_marker: str | None = None
 
@@ -61,7 +63,7 @@ def supports(merge: MergeConfig) -> bool:
     )
 
 
-def spec_for(merge: MergeConfig, key_field: str = "_hoodie_record_key") -> MergeSpec:
+def spec_for(merge: MergeConfig, key_field: str = RECORD_KEY_METADATA_FIELD) -> MergeSpec:
     """The vectorized merge's view of a merge configuration."""
     event = merge.mode is RecordMergeMode.EVENT_TIME_ORDERING
     return MergeSpec(
@@ -128,10 +130,10 @@ def data_delete_mask(table: pa.Table, spec: MergeSpec) -> npt.NDArray[np.bool_]:
     """Rows of a log data block that are deletes (``_hoodie_is_deleted``, operation, custom marker)."""
     mask = np.zeros(table.num_rows, dtype=bool)
     names = set(table.column_names)
-    if IS_DELETED_FIELD in names and pa.types.is_boolean(table[IS_DELETED_FIELD].type):
-        mask |= _true_where(table[IS_DELETED_FIELD])
-    if OPERATION_FIELD in names:
-        mask |= _true_where(pc.is_in(table[OPERATION_FIELD], value_set=pa.array(["D", "-U"])))
+    if HOODIE_IS_DELETED_FIELD in names and pa.types.is_boolean(table[HOODIE_IS_DELETED_FIELD].type):
+        mask |= _true_where(table[HOODIE_IS_DELETED_FIELD])
+    if OPERATION_METADATA_FIELD in names:
+        mask |= _true_where(pc.is_in(table[OPERATION_METADATA_FIELD], value_set=pa.array(["D", "-U"])))
     if spec.delete_field and spec.delete_marker is not None and spec.delete_field in names:
         column = table[spec.delete_field]
         t = column.type

@@ -41,8 +41,6 @@ from hoodie.merge.config import (
     canonical_payload_class,
 )
 from hoodie.merge.records import (
-    IS_DELETED_FIELD,
-    OPERATION_FIELD,
     BufferedRecord,
     Row,
     compare_ordering,
@@ -51,18 +49,16 @@ from hoodie.merge.records import (
     ordering_value,
     same_ordering_class,
 )
+from hoodie.schema.meta_fields import (
+    COMMIT_TIME_METADATA_FIELD,
+    HOODIE_IS_DELETED_FIELD,
+    HOODIE_META_COLUMNS,
+    OPERATION_METADATA_FIELD,
+    RECORD_KEY_METADATA_FIELD,
+)
 
 PayloadRecord = BufferedRecord | Mapping[str, Any] | None
 
-_META_COLUMNS = frozenset(
-    {
-        "_hoodie_commit_time",
-        "_hoodie_commit_seqno",
-        "_hoodie_record_key",
-        "_hoodie_partition_path",
-        "_hoodie_file_name",
-    }
-)
 _ORDERING_FIELD_KEYS = (
     PAYLOAD_ORDERING_FIELD_KEY,
     "hoodie.datasource.write.precombine.field",
@@ -79,16 +75,16 @@ def as_payload_record(record: PayloadRecord, ctx: MergeConfig) -> BufferedRecord
     if record is None:
         return BufferedRecord("", None, is_delete=True)
     row = dict(record) if not isinstance(record, dict) else record
-    return BufferedRecord.from_row(str(row.get("_hoodie_record_key", "")), row, ctx, is_delete=False)
+    return BufferedRecord.from_row(str(row.get(RECORD_KEY_METADATA_FIELD, "")), row, ctx, is_delete=False)
 
 
 def is_builtin_delete(values: Mapping[str, Any]) -> bool:
     """``BaseAvroPayload.isDeleteRecord``: ``_hoodie_is_deleted`` is true when the row has that
     field (``_hoodie_operation`` is then ignored), else ``_hoodie_operation`` is ``D``."""
-    if IS_DELETED_FIELD in values:
-        return values[IS_DELETED_FIELD] is True
-    if OPERATION_FIELD in values:
-        return values[OPERATION_FIELD] is not None and str(values[OPERATION_FIELD]) == "D"
+    if HOODIE_IS_DELETED_FIELD in values:
+        return values[HOODIE_IS_DELETED_FIELD] is True
+    if OPERATION_METADATA_FIELD in values:
+        return values[OPERATION_METADATA_FIELD] is not None and str(values[OPERATION_METADATA_FIELD]) == "D"
     return False
 
 
@@ -286,13 +282,13 @@ class PartialUpdateAvroPayload(OverwriteNonDefaultsWithLatestAvroPayload):
             return None
         if not old_is_newer:
             return self.merge_rows(insert, old, ctx)
-        if "_hoodie_commit_time" not in insert:
+        if COMMIT_TIME_METADATA_FIELD not in insert:
             return self.merge_rows(old, insert, ctx)
         if self.is_delete(old, ctx):
             return None
         merged: Row = {}
         for f in insert:
-            first, second = (insert, old) if f in _META_COLUMNS else (old, insert)
+            first, second = (insert, old) if f in HOODIE_META_COLUMNS else (old, insert)
             value = first.get(f)
             merged[f] = second.get(f) if value is None else value
         return merged

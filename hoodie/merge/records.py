@@ -31,12 +31,11 @@ from hoodie.merge.config import (
     OrderingClass,
     PartialUpdateMode,
 )
+from hoodie.schema.meta_fields import HOODIE_IS_DELETED_FIELD, OPERATION_METADATA_FIELD
 
 Row = dict[str, Any]
 OrderingClasses = OrderingClass | tuple[OrderingClass, ...]
 
-IS_DELETED_FIELD = "_hoodie_is_deleted"
-OPERATION_FIELD = "_hoodie_operation"
 #: ``HoodieOperation`` names, and whether each marks a delete.
 _OPERATIONS = {"I": False, "U": False, "-U": True, "D": True}
 #: Hudi's default ordering value (``HoodieRecord.DEFAULT_ORDERING_VALUE``): the Java Integer 0.
@@ -308,13 +307,13 @@ def is_delete_row(values: Mapping[str, Any], ctx: MergeConfig) -> bool:
     """Whether a log data row is a delete (``RecordContext.isDeleteRecord``): ``_hoodie_is_deleted``
     is true, ``_hoodie_operation`` is ``D`` or ``-U``, or the custom delete marker matches exactly.
     Base-file rows are never deletes; the engine does not call this for them."""
-    if values.get(IS_DELETED_FIELD) is True:
+    if values.get(HOODIE_IS_DELETED_FIELD) is True:
         return True
-    op = values.get(OPERATION_FIELD)
+    op = values.get(OPERATION_METADATA_FIELD)
     if op is not None:
         name = str(op)
         if name not in _OPERATIONS:
-            raise SchemaError(f"{OPERATION_FIELD}={name!r} is not a Hudi operation (I, U, -U, D)")
+            raise SchemaError(f"{OPERATION_METADATA_FIELD}={name!r} is not a Hudi operation (I, U, -U, D)")
         if _OPERATIONS[name]:
             return True
     if ctx.delete_field is not None:

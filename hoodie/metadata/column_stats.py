@@ -53,8 +53,14 @@ from hoodie.metadata.column_ranges import (
     signed_bytes_key,
 )
 from hoodie.read.slice_reader import decode_data_block
-from hoodie.schema.avro_arrow import META_FIELDS, add_meta_fields
+from hoodie.schema.avro_arrow import add_meta_fields
 from hoodie.schema.avro_types import AvroType, arrow_field, parse_record
+from hoodie.schema.meta_fields import (
+    COMMIT_TIME_METADATA_FIELD,
+    HOODIE_META_COLUMNS_WITH_OPERATION,
+    PARTITION_PATH_METADATA_FIELD,
+    RECORD_KEY_METADATA_FIELD,
+)
 
 if TYPE_CHECKING:
     import pyarrow.parquet as pqt
@@ -72,12 +78,15 @@ __all__ = [
 ]
 
 #: Meta fields always indexed when meta fields are populated, in Java's (sorted) map order.
-ALWAYS_INDEXED_META_COLUMNS: Final = ("_hoodie_commit_time", "_hoodie_partition_path", "_hoodie_record_key")
+ALWAYS_INDEXED_META_COLUMNS: Final = (
+    COMMIT_TIME_METADATA_FIELD,
+    PARTITION_PATH_METADATA_FIELD,
+    RECORD_KEY_METADATA_FIELD,
+)
 #: ``hoodie.metadata.index.column.stats.max.columns.to.index`` default.
 MAX_COLUMNS_TO_INDEX: Final = 32
 _DECIMAL_MAX_PRECISION: Final = 30  # DecimalWrapper is decimal(30, 15)
 _DECIMAL_MAX_SCALE: Final = 15
-_OPERATION_FIELD: Final = "_hoodie_operation"
 _SUPPORTED_VERSIONS: Final = (8, 9)
 
 
@@ -141,7 +150,7 @@ def default_indexed_columns(
     columns = list(ALWAYS_INDEXED_META_COLUMNS) if populate_meta_fields else []
     if table_schema_json is None:
         return columns
-    skip = {*META_FIELDS, _OPERATION_FIELD}
+    skip = set(HOODIE_META_COLUMNS_WITH_OPERATION)
     data = [f for f in parse_record(table_schema_json).fields if f.name not in skip and _supported(f.type)]
     return columns + [f.name for f in data[:max_columns]]
 

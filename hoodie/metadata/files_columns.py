@@ -25,7 +25,8 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from hoodie.metadata.records import META_FIELDS, RecordType
+from hoodie.metadata.records import RecordType
+from hoodie.schema.meta_fields import HOODIE_META_COLUMNS
 
 Ints = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
@@ -88,7 +89,7 @@ def decode_file_lists(values: Sequence[bytes]) -> FileListColumns:
         return value, np.minimum(after, ends[rows])
 
     every = np.arange(count, dtype=np.int64)
-    for _ in META_FIELDS:  # ["null", string]: index 0, or 1 and a string
+    for _ in HOODIE_META_COLUMNS:  # ["null", string]: index 0, or 1 and a string
         branch, pos = step(pos, every)
         ok &= (branch == 0) | (branch == 1)
         strings = np.flatnonzero(branch == 1)

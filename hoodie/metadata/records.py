@@ -20,8 +20,11 @@ from typing import Any
 import fastavro
 
 from hoodie.metadata.avro_encoder import Unsupported, compile_encoder, zigzag
+from hoodie.schema.meta_fields import FILENAME_METADATA_FIELD, HOODIE_META_COLUMNS
+from hoodie.schema.meta_fields import HOODIE_META_COLUMNS as META_FIELDS  # the name tests import
 
 __all__ = [
+    "META_FIELDS",
     "MetadataPartition",
     "RecordType",
     "decode_payload",
@@ -36,14 +39,6 @@ __all__ = [
 ]
 
 Payload = dict[str, Any]
-
-META_FIELDS = (
-    "_hoodie_commit_time",
-    "_hoodie_commit_seqno",
-    "_hoodie_record_key",
-    "_hoodie_partition_path",
-    "_hoodie_file_name",
-)
 
 
 class RecordType(IntEnum):
@@ -125,7 +120,7 @@ def header_schema_json(table_version: int) -> str:
 def plain_metadata_schema_json(table_version: int) -> str:
     """The schema without meta fields (the ``schema`` extra metadata of metadata-table commits)."""
     schema = copy.deepcopy(metadata_schema(table_version))
-    schema["fields"] = [f for f in schema["fields"] if f["name"] not in META_FIELDS]
+    schema["fields"] = [f for f in schema["fields"] if f["name"] not in HOODIE_META_COLUMNS]
     return json.dumps(schema, separators=(",", ":"))
 
 
@@ -139,7 +134,7 @@ def _optional(value: Any, encode: Any) -> bytes:
     return b"\x00" if value is None else b"\x02" + encode(value)
 
 
-_NO_META = b"\x00" * len(META_FIELDS)
+_NO_META = b"\x00" * len(HOODIE_META_COLUMNS)
 _RLI_HEAD = b"\x00" + zigzag(int(RecordType.RECORD_INDEX)) + b"\x00\x00\x00\x02"
 """``key`` (``""``), ``type``, three null unions, then the record-index branch of its union."""
 
@@ -198,8 +193,8 @@ def encode_payload(payload: Payload, table_version: int, *, file_name: str | Non
     """The Avro datum of ``payload`` (``key`` written as ``""``; ``_hoodie_file_name`` in base files)."""
     if payload["type"] == RecordType.RECORD_INDEX and payload.get("recordIndexMetadata") is not None:
         return _encode_record_index(payload, file_name)
-    record: dict[str, Any] = dict.fromkeys(META_FIELDS)
-    record["_hoodie_file_name"] = file_name
+    record: dict[str, Any] = dict.fromkeys(HOODIE_META_COLUMNS)
+    record[FILENAME_METADATA_FIELD] = file_name
     record.update(payload)
     record["key"] = ""
     for field, name in _RECORD_BRANCHES.items():  # name the union branch: fastavro skips matching
@@ -240,7 +235,7 @@ def decode_payload(value: bytes, table_version: int, writer_schema: Any | None =
         return_record_name_override=True,
     )
     assert isinstance(payload, dict)
-    for name in META_FIELDS:
+    for name in HOODIE_META_COLUMNS:
         payload.pop(name, None)
     return payload
 

@@ -38,6 +38,7 @@ from hoodie.read.reader import schema_on_read, table_schema
 from hoodie.read.slice_reader import SliceReadOptions, read_slice
 from hoodie.schema.avro_types import AvroType, parse_record
 from hoodie.schema.java_text import java_double_text
+from hoodie.schema.meta_fields import RECORD_KEY_METADATA_FIELD
 from hoodie.timeline.timeline import ActiveTimeline
 
 if TYPE_CHECKING:
@@ -153,7 +154,7 @@ def _values(
     if data.num_rows == 0:
         return {}
     picked = [_texts(column_values(data, c)) for c in columns]
-    keys = data.column("_hoodie_record_key").to_pylist()
+    keys = data.column(RECORD_KEY_METADATA_FIELD).to_pylist()
     return {str(k): [p[i] for p in picked] for i, k in enumerate(keys)}
 
 
@@ -234,5 +235,5 @@ def secondary_entries(keys: list[str], data: pa.Table, column: str) -> list[str]
 
 def live_secondary_entries(snapshot: pa.Table, column: str) -> set[str]:
     """Every entry a secondary index on ``column`` holds for ``snapshot`` (for checks)."""
-    keys = [str(k) for k in snapshot.column("_hoodie_record_key").to_pylist()]
+    keys = [str(k) for k in snapshot.column(RECORD_KEY_METADATA_FIELD).to_pylist()]
     return set(secondary_entries(keys, snapshot, column))

@@ -57,6 +57,7 @@ from hoodie.metadata.table import MetadataTable
 from hoodie.metadata.writer import MetadataWriter, Updates
 from hoodie.models.clean import CleanMetadata
 from hoodie.models.commit import CommitMetadata, ReplaceCommitMetadata, WriteStat
+from hoodie.schema.meta_fields import RECORD_KEY_METADATA_FIELD
 from hoodie.timeline.instant import Action, Instant
 from hoodie.timeline.instant_time import instant_to_epoch_millis
 from hoodie.timeline.timeline import ActiveTimeline
@@ -109,8 +110,11 @@ def _record_keys(table: HoodieTable, partition: str, file_name: str) -> list[str
     path = join(table.base_path, partition, file_name)
     with table.fileio.open_input(path) as f:
         pf = pq.ParquetFile(f)
-        if "_hoodie_record_key" in pf.schema_arrow.names and table.config.populate_meta_fields is not False:
-            column = pf.read(columns=["_hoodie_record_key"]).column(0)
+        if (
+            RECORD_KEY_METADATA_FIELD in pf.schema_arrow.names
+            and table.config.populate_meta_fields is not False
+        ):
+            column = pf.read(columns=[RECORD_KEY_METADATA_FIELD]).column(0)
             return [str(k) for k in column.to_pylist()]
         data = pf.read()
     keygen = key_generator_from_properties(dict(table.config.props))

@@ -59,8 +59,8 @@ from hoodie.parquet.pages import (
     transcode_chunk,
 )
 from hoodie.parquet.thrift import I32, I64, LIST, STRUCT, Struct, TList, Value, encode_struct
+from hoodie.schema.meta_fields import FILENAME_METADATA_FIELD
 
-FILE_NAME_FIELD = "_hoodie_file_name"
 ORIGINAL_CREATED_BY = "original.created.by"
 SPARK_ROW_METADATA = "org.apache.spark.sql.parquet.row.metadata"
 CODEC_IDS = {
@@ -130,10 +130,10 @@ def _java_order(key: str) -> bytes:
 def _schema_refusal(meta: Struct, what: str) -> str | None:
     """What copying needs of the schema: ``_hoodie_file_name`` a plain string, to re-encode it."""
     for column in f.leaf_columns(meta):
-        if column.path[0] == FILE_NAME_FIELD and (
+        if column.path[0] == FILENAME_METADATA_FIELD and (
             len(column.path) != 1 or column.physical_type != f.BYTE_ARRAY or column.repetition == f.REPEATED
         ):
-            return f"{what}: {FILE_NAME_FIELD} is not a plain string column"
+            return f"{what}: {FILENAME_METADATA_FIELD} is not a plain string column"
     return None
 
 
@@ -294,7 +294,7 @@ class _FileNameChunks:
         if found is None:
             indices = pa.array(np.zeros(rows, dtype=np.int32))
             column = pa.DictionaryArray.from_arrays(indices, pa.array([self.value], pa.string()))
-            schema = pa.schema([pa.field(FILE_NAME_FIELD, column.type, self.nullable)])
+            schema = pa.schema([pa.field(FILENAME_METADATA_FIELD, column.type, self.nullable)])
             sink = io.BytesIO()
             pq.write_table(
                 pa.Table.from_arrays([column], schema=schema),
@@ -383,7 +383,7 @@ def binary_copy(
     file_name = output.rstrip("/").rsplit("/", 1)[-1]
     first = plan._metas[0]
     columns = f.leaf_columns(first)
-    name_column = next((i for i, c in enumerate(columns) if c.path == (FILE_NAME_FIELD,)), None)
+    name_column = next((i for i, c in enumerate(columns) if c.path == (FILENAME_METADATA_FIELD,)), None)
     names = (
         _FileNameChunks(file_name, plan.codec, columns[name_column].repetition == f.OPTIONAL)
         if name_column is not None

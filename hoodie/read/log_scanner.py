@@ -17,6 +17,7 @@ from hoodie.file_group.file_slice import FileSlice
 from hoodie.file_group.log_block import BlockType, LogBlock
 from hoodie.file_group.log_reader import CorruptBlockReport, iter_blocks
 from hoodie.io.fileio import FileIO
+from hoodie.schema.meta_fields import OPERATION_METADATA_FIELD
 from hoodie.timeline.instant_time import normalize
 
 
@@ -114,7 +115,7 @@ def scan_log_blocks(
     return apply_log_compaction([b for b in queue if not b.is_corrupt])
 
 
-_OPERATION_FIELD = '"_hoodie_operation"'
+_OPERATION_FIELD = f'"{OPERATION_METADATA_FIELD}"'  # as a field name appears in a schema's JSON
 
 
 def _operation_field_refusal(path: str, block: LogBlock) -> str:

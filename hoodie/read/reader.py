@@ -33,6 +33,7 @@ from hoodie.schema.internal_schema import (
     SchemaOnRead,
     parse_internal_schema,
 )
+from hoodie.schema.meta_fields import COMMIT_TIME_METADATA_FIELD
 from hoodie.shape.matrix import READ, Shape
 from hoodie.timeline.instant_time import normalize
 from hoodie.timeline.timeline import ActiveTimeline
@@ -41,8 +42,6 @@ if TYPE_CHECKING:
     from hoodie.table import HoodieTable
 
 log = logging.getLogger(__name__)
-
-COMMIT_TIME_FIELD = "_hoodie_commit_time"
 
 
 @dataclass
@@ -270,9 +269,9 @@ class TableReader:
         as_of = max((i.requested_time for i in visible), key=normalize) if visible else None
         touched = self._touched_partitions(chosen)
         merged = self.snapshot(as_of, partitions=touched)
-        if not merged.num_rows or COMMIT_TIME_FIELD not in merged.column_names:
+        if not merged.num_rows or COMMIT_TIME_METADATA_FIELD not in merged.column_names:
             return merged
-        mask = pc.is_in(merged[COMMIT_TIME_FIELD], value_set=pa.array(commit_times, pa.string()))
+        mask = pc.is_in(merged[COMMIT_TIME_METADATA_FIELD], value_set=pa.array(commit_times, pa.string()))
         return merged.filter(mask)
 
     def _touched_partitions(self, instants: Iterable[object]) -> list[str]:

@@ -30,6 +30,7 @@ from hoodie.read.log_scanner import InstantRange, ScanStats, scan_log_blocks
 from hoodie.read.read_ahead import ReadAhead
 from hoodie.schema.avro_arrow import avro_to_arrow_schema, conform, decode_avro_block_content
 from hoodie.schema.internal_schema import SchemaOnRead
+from hoodie.schema.meta_fields import RECORD_KEY_METADATA_FIELD
 from hoodie.shape.partial_blocks import check_partial_blocks
 
 _I32 = struct.Struct(">i")
@@ -224,7 +225,7 @@ class SliceReadOptions:
     table_version: int
     is_committed: Callable[[str], bool]
     latest_instant: str | None
-    key_field: str = "_hoodie_record_key"
+    key_field: str = RECORD_KEY_METADATA_FIELD
     instant_range: InstantRange | None = None
     report: CorruptBlockReport = field(default_factory=CorruptBlockReport)
     stats: ScanStats = field(default_factory=ScanStats)

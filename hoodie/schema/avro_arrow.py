@@ -43,6 +43,8 @@ from hoodie.schema.avro_types import (
     schema_json,
 )
 from hoodie.schema.java_text import java_double_text, java_float_text
+from hoodie.schema.meta_fields import HOODIE_META_COLUMNS
+from hoodie.schema.meta_fields import HOODIE_META_COLUMNS as META_FIELDS  # the name tests import
 
 __all__ = [
     "AVRO_BLOCK_VERSION",
@@ -60,15 +62,6 @@ __all__ = [
     "promotion",
     "schema_to_json",
 ]
-
-#: The five Hudi meta columns, in the order they lead every record.
-META_FIELDS: Final[tuple[str, ...]] = (
-    "_hoodie_commit_time",
-    "_hoodie_commit_seqno",
-    "_hoodie_record_key",
-    "_hoodie_partition_path",
-    "_hoodie_file_name",
-)
 
 #: The content version of Avro data blocks written by every supported table version.
 AVRO_BLOCK_VERSION: Final = 3
@@ -112,9 +105,9 @@ def add_meta_fields(avro: Mapping[str, Any] | str) -> dict[str, Any]:
     fields = avro.get("fields") if isinstance(avro, Mapping) else None
     if not isinstance(avro, Mapping) or avro.get("type") != "record" or not isinstance(fields, list):
         raise SchemaError(f"expected an Avro record schema, got {json.dumps(avro)[:200]!r}")
-    kept = [f for f in fields if f.get("name") not in META_FIELDS]
+    kept = [f for f in fields if f.get("name") not in HOODIE_META_COLUMNS]
     out = dict(avro)
-    out["fields"] = [_meta_field(name) for name in META_FIELDS] + kept
+    out["fields"] = [_meta_field(name) for name in HOODIE_META_COLUMNS] + kept
     return out
 
 
@@ -145,7 +138,7 @@ def _record(
     avro_fields = []
     for field in fields:
         where = f"{path}.{field.name}"
-        top_meta = top and field.name in META_FIELDS and order is NullOrder.FIRST
+        top_meta = top and field.name in HOODIE_META_COLUMNS and order is NullOrder.FIRST
         if top_meta and pa.types.is_string(field.type) and field.nullable:
             avro_fields.append(_meta_field(field.name))
             continue

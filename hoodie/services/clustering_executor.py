@@ -36,6 +36,11 @@ from hoodie.models.commit import ReplaceCommitMetadata, RuntimeStats, WriteStat
 from hoodie.read.reader import table_schema
 from hoodie.read.slice_reader import read_parquet, read_slice
 from hoodie.schema.avro_arrow import add_meta_fields
+from hoodie.schema.meta_fields import (
+    COMMIT_SEQNO_METADATA_FIELD,
+    COMMIT_TIME_METADATA_FIELD,
+    FILENAME_METADATA_FIELD,
+)
 from hoodie.services.base import (
     CRASH_ENV,
     ExecutionResult,
@@ -88,10 +93,6 @@ EXECUTION_STRATEGIES = frozenset(
     {SPARK_SORT_AND_SIZE, RUN_PACKAGE + "JavaSortAndSizeExecutionStrategy", *BINARY_COPY_STRATEGIES}
 )
 
-COMMIT_TIME = "_hoodie_commit_time"
-COMMIT_SEQNO = "_hoodie_commit_seqno"
-FILE_NAME = "_hoodie_file_name"
-
 
 def _file_name(path: str) -> str:
     return path.rstrip("/").rsplit("/", 1)[-1]
@@ -137,11 +138,11 @@ def _with_sizes(table: HoodieTable, file_slice: FileSlice, instant_time: str) ->
 def _rewrite_commit_metadata(data: pa.Table, instant_time: str, task_index: int) -> pa.Table:
     """Records stamped with the clustering instant (when the plan does not preserve metadata)."""
     n = data.num_rows
-    if COMMIT_TIME in data.column_names:
-        i = data.schema.get_field_index(COMMIT_TIME)
+    if COMMIT_TIME_METADATA_FIELD in data.column_names:
+        i = data.schema.get_field_index(COMMIT_TIME_METADATA_FIELD)
         data = data.set_column(i, data.schema.field(i), pa.array([instant_time] * n, pa.string()))
-    if COMMIT_SEQNO in data.column_names:
-        i = data.schema.get_field_index(COMMIT_SEQNO)
+    if COMMIT_SEQNO_METADATA_FIELD in data.column_names:
+        i = data.schema.get_field_index(COMMIT_SEQNO_METADATA_FIELD)
         seqnos = [f"{instant_time}_{task_index}_{k}" for k in range(n)]
         data = data.set_column(i, data.schema.field(i), pa.array(seqnos, pa.string()))
     return data
@@ -204,8 +205,8 @@ def cluster_group(task: Task) -> TaskResult:
         create_start = time.monotonic()
         chunk = data.slice(offset, length)
         new = BaseFile(file_ids[j], write_token(task_index, int(task["attempt"]), j), instant_time)
-        if FILE_NAME in chunk.column_names:
-            chunk = set_constant(chunk, FILE_NAME, new.name)
+        if FILENAME_METADATA_FIELD in chunk.column_names:
+            chunk = set_constant(chunk, FILENAME_METADATA_FIELD, new.name)
         markers.create(partition, new.name, IOType.CREATE)
         path = join(table.base_path, partition, new.name)
         if os.environ.get(CRASH_ENV) == "clustering.task_mid_write":

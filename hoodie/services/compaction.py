@@ -38,6 +38,7 @@ from hoodie.read.slice_reader import SliceMergeInfo
 from hoodie.read.spill import iter_compacted_slice
 from hoodie.read.spill_budget import MemoryBudget
 from hoodie.schema.avro_arrow import add_meta_fields
+from hoodie.schema.meta_fields import FILENAME_METADATA_FIELD, RECORD_KEY_METADATA_FIELD
 from hoodie.services.base import (
     CRASH_ENV,
     ExecutionResult,
@@ -454,12 +455,12 @@ def compact_file_group(task: Task) -> TaskResult:
         cdc=cdc is not None,
         writer=writer,
     ):
-        part = set_constant(merged, "_hoodie_file_name", new.name)
+        part = set_constant(merged, FILENAME_METADATA_FIELD, new.name)
         writer.write(part)
         rows += part.num_rows
         nbytes += part.nbytes
         if info.counts is None:
-            out_keys.append(part["_hoodie_record_key"])
+            out_keys.append(part[RECORD_KEY_METADATA_FIELD])
         if cdc is not None:
             parts.append(part)
     result = writer.close(job.schema)

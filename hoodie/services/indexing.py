@@ -77,6 +77,7 @@ from hoodie.models.compaction import CompactionOperation
 from hoodie.models.index import IndexCommitMetadata, IndexPartitionInfo, IndexPlan
 from hoodie.read.reader import virtual_key_function
 from hoodie.read.slice_reader import read_slice
+from hoodie.schema.meta_fields import RECORD_KEY_METADATA_FIELD
 from hoodie.services.base import (
     ExecutionResult,
     Runner,
@@ -267,7 +268,7 @@ def _latest_records(job: SliceTask, op: CompactionOperation) -> tuple[list[str],
     keys_of = virtual_key_function(table)
     if keys_of is not None:  # the keys Hudi's readers rebuild (RecordContext.virtualKeyExtractor)
         return [str(k) for k in keys_of(merged).to_pylist()], merged
-    return [str(k) for k in merged.column("_hoodie_record_key").to_pylist()], merged
+    return [str(k) for k in merged.column(RECORD_KEY_METADATA_FIELD).to_pylist()], merged
 
 
 def index_data_partition(task: Task) -> TaskResult:

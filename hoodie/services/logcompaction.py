@@ -51,6 +51,11 @@ from hoodie.models.compaction import CompactionOperation, CompactionPlan, Compac
 from hoodie.read.log_scanner import ScanStats, scan_log_blocks
 from hoodie.read.slice_reader import decode_data_block, decode_delete_block
 from hoodie.schema.avro_arrow import add_meta_fields, encode_avro_block_content
+from hoodie.schema.meta_fields import (
+    FILENAME_METADATA_FIELD,
+    PARTITION_PATH_METADATA_FIELD,
+    RECORD_KEY_METADATA_FIELD,
+)
 from hoodie.services.base import (
     CRASH_ENV,
     ExecutionResult,
@@ -270,7 +275,9 @@ def delete_records(
     field = merge.ordering_fields[0] if merge.ordering_fields else ""
     if merge.mode is RecordMergeMode.EVENT_TIME_ORDERING and field in deleted_rows.column_names:
         wrappers = ordering_wrappers(deleted_rows[field])
-    keys, parts = (deleted_rows[c].to_pylist() for c in ("_hoodie_record_key", "_hoodie_partition_path"))
+    keys, parts = (
+        deleted_rows[c].to_pylist() for c in (RECORD_KEY_METADATA_FIELD, PARTITION_PATH_METADATA_FIELD)
+    )
     for key, part, wrapped in zip(keys, parts, wrappers, strict=True):
         ordering = wrapped or (WRAPPER_NAMESPACE + "IntWrapper", {"value": 0})
         records.append({"recordKey": key, "partitionPath": part or partition_path, "orderingVal": ordering})
@@ -361,7 +368,7 @@ def log_compact_file_group(task: Task) -> TaskResult:
     partition = file_slice.partition_path
     rows = merged.rows if merged.rows.num_rows else schema.empty_table()
     if rows.num_rows:
-        idx = rows.schema.get_field_index("_hoodie_file_name")
+        idx = rows.schema.get_field_index(FILENAME_METADATA_FIELD)
         rows = rows.set_column(
             idx, rows.schema.field(idx), pa.array([file_slice.file_id] * rows.num_rows, pa.string())
         )

@@ -37,11 +37,10 @@ from typing import TYPE_CHECKING
 
 from hoodie.errors import CorruptLogBlockError
 from hoodie.io.fileio import join
+from hoodie.schema.meta_fields import OPERATION_METADATA_FIELD
 
 if TYPE_CHECKING:
     from hoodie.table import HoodieTable
-
-OPERATION_FIELD = "_hoodie_operation"  # HoodieRecord.OPERATION_METADATA_FIELD
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,9 +140,9 @@ def _data_file_evidence(
                 continue
         except FileNotFoundError:
             continue
-        if OPERATION_FIELD in fields:
+        if OPERATION_METADATA_FIELD in fields:
             latest = f"a data file of the latest commit with data, {instant}"
-            return f"{OPERATION_FIELD} in the schema of {where}, {latest}", path
+            return f"{OPERATION_METADATA_FIELD} in the schema of {where}, {latest}", path
         return None, path
     return None, None
 
@@ -168,8 +167,10 @@ def operation_field(table: HoodieTable, previous: OperationFieldProbe | None) ->
     looked_at = (schema_commit, data_commit)
     if previous is not None and previous.looked_at == looked_at:
         return previous
-    if schema_commit is not None and OPERATION_FIELD in _fields(schema_text):
-        return OperationFieldProbe(looked_at, f"{OPERATION_FIELD} in the schema of commit {schema_commit}")
+    if schema_commit is not None and OPERATION_METADATA_FIELD in _fields(schema_text):
+        return OperationFieldProbe(
+            looked_at, f"{OPERATION_METADATA_FIELD} in the schema of commit {schema_commit}"
+        )
     if data_commit is None:
         return OperationFieldProbe(looked_at, None)
     return OperationFieldProbe(looked_at, *_data_file_evidence(table, data_commit, files))

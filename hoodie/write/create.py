@@ -21,7 +21,8 @@ from hoodie.errors import InvalidInputError, SchemaError
 from hoodie.io.fileio import FileIO, join
 from hoodie.keygen import KeyGeneratorType, key_generator_properties
 from hoodie.merge.config import merge_properties_for_new_table
-from hoodie.schema.avro_arrow import META_FIELDS, NullOrder, arrow_to_avro_schema, avro_to_arrow_schema
+from hoodie.schema.avro_arrow import NullOrder, arrow_to_avro_schema, avro_to_arrow_schema
+from hoodie.schema.meta_fields import HOODIE_META_COLUMNS
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant_time import format_instant_time
 from hoodie.timeline.layout import TablePaths
@@ -31,7 +32,7 @@ def table_avro_schema(
     schema: pa.Schema, table_name: str, null_order: NullOrder = NullOrder.FIRST
 ) -> dict[str, Any]:
     """The Avro record schema Hudi writes for a table of ``schema`` (meta fields excluded)."""
-    data_fields = [f for f in schema if f.name not in META_FIELDS]
+    data_fields = [f for f in schema if f.name not in HOODIE_META_COLUMNS]
     return arrow_to_avro_schema(
         pa.schema(data_fields), f"{table_name}_record", f"hoodie.{table_name}", null_order=null_order
     )

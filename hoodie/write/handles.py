@@ -35,15 +35,16 @@ from hoodie.merge.vectorized import merge_slice
 from hoodie.models.commit import RuntimeStats, WriteStat
 from hoodie.read.slice_reader import read_parquet
 from hoodie.schema.internal_schema import SchemaOnRead
+from hoodie.schema.meta_fields import (
+    COMMIT_SEQNO_METADATA_FIELD,
+    COMMIT_TIME_METADATA_FIELD,
+    FILENAME_METADATA_FIELD,
+    RECORD_KEY_METADATA_FIELD,
+)
 from hoodie.write.input import PreparedInput
 from hoodie.write.markers import IOType, WriteMarkers
 from hoodie.write.options import LogBlockFormat, WriteOptions
 
-COMMIT_TIME = "_hoodie_commit_time"
-SEQNO = "_hoodie_commit_seqno"
-RECORD_KEY = "_hoodie_record_key"
-PARTITION = "_hoodie_partition_path"
-FILE_NAME = "_hoodie_file_name"
 _POS = "__hoodie_pos"
 
 
@@ -115,16 +116,24 @@ def with_meta_fields(ctx: WriteContext, rows: PreparedInput, bucket: int, file_n
 def _renumber(ctx: WriteContext, table: pa.Table, bucket: int, file_name: str) -> pa.Table:
     """Give rows written by this instant their final sequence numbers and every row the file name."""
     n = table.num_rows
-    ours = pc.equal(table[COMMIT_TIME], ctx.instant_time)
+    ours = pc.equal(table[COMMIT_TIME_METADATA_FIELD], ctx.instant_time)
     fresh = pc.binary_join_element_wise(
         pa.array([f"{ctx.instant_time}_{bucket}"] * n, pa.string()),
         pc.cast(pa.array(np.arange(n, dtype=np.int64)), pa.string()),
         "_",
     )
-    seq = pc.if_else(pc.fill_null(ours, False), fresh, table[SEQNO])
-    table = table.set_column(table.schema.get_field_index(SEQNO), ctx.schema.field(SEQNO), seq)
+    seq = pc.if_else(pc.fill_null(ours, False), fresh, table[COMMIT_SEQNO_METADATA_FIELD])
+    table = table.set_column(
+        table.schema.get_field_index(COMMIT_SEQNO_METADATA_FIELD),
+        ctx.schema.field(COMMIT_SEQNO_METADATA_FIELD),
+        seq,
+    )
     names = pa.array([file_name] * n, pa.string())
-    return table.set_column(table.schema.get_field_index(FILE_NAME), ctx.schema.field(FILE_NAME), names)
+    return table.set_column(
+        table.schema.get_field_index(FILENAME_METADATA_FIELD),
+        ctx.schema.field(FILENAME_METADATA_FIELD),
+        names,
+    )
 
 
 def _keep_footer(ctx: WriteContext, partition: str, name: str, result: BaseFileResult) -> None:
@@ -199,7 +208,7 @@ def merge_into_base(
         merged = _merge_per_record(ctx, base, incoming, delete_entries)
         updated = _count_updates(ctx, base, incoming, merged)
     else:
-        base_pos = pc.index_in(incoming[RECORD_KEY], value_set=base[RECORD_KEY])
+        base_pos = pc.index_in(incoming[RECORD_KEY_METADATA_FIELD], value_set=base[RECORD_KEY_METADATA_FIELD])
         fallback = pa.array(np.arange(n_base, n_base + incoming.num_rows, dtype=np.int64))
         in_pos = pc.if_else(pc.is_null(base_pos), fallback, pc.cast(base_pos, pa.int64()))
         base_t = base.append_column(_POS, pa.array(np.arange(n_base, dtype=np.int64)))
@@ -221,7 +230,7 @@ def merge_into_base(
         bloom=ctx.bloom,
     )
     _keep_footer(ctx, partition, new.name, result)
-    written_by_us = int(pc.sum(pc.equal(merged[COMMIT_TIME], ctx.instant_time)).as_py() or 0)
+    written_by_us = int(pc.sum(pc.equal(merged[COMMIT_TIME_METADATA_FIELD], ctx.instant_time)).as_py() or 0)
     deleted = n_base + written_by_us - updated - merged.num_rows if not concat else 0
     cdc_stats = None
     # HoodieConcatHandle logs nothing (a CDC table refuses it before the write starts).
@@ -273,9 +282,11 @@ def _count_updates(ctx: WriteContext, base: pa.Table, incoming: pa.Table, merged
     """Incoming records that replaced a base record (and won the merge)."""
     if not incoming.num_rows:
         return 0
-    ours = pc.filter(merged[RECORD_KEY], pc.equal(merged[COMMIT_TIME], ctx.instant_time))
-    was_in_base = pc.is_in(incoming[RECORD_KEY], value_set=base[RECORD_KEY])
-    won = pc.is_in(incoming[RECORD_KEY], value_set=ours)
+    ours = pc.filter(
+        merged[RECORD_KEY_METADATA_FIELD], pc.equal(merged[COMMIT_TIME_METADATA_FIELD], ctx.instant_time)
+    )
+    was_in_base = pc.is_in(incoming[RECORD_KEY_METADATA_FIELD], value_set=base[RECORD_KEY_METADATA_FIELD])
+    won = pc.is_in(incoming[RECORD_KEY_METADATA_FIELD], value_set=ours)
     return int(pc.sum(pc.and_(was_in_base, won)).as_py() or 0)
 
 
@@ -292,7 +303,10 @@ def _merge_per_record(
             )
         )
     rows = merge_file_group(
-        base.to_pylist(), entries, ctx.merge.with_schema(ctx.schema), lambda r: str(r[RECORD_KEY])
+        base.to_pylist(),
+        entries,
+        ctx.merge.with_schema(ctx.schema),
+        lambda r: str(r[RECORD_KEY_METADATA_FIELD]),
     )
     return pa.Table.from_pylist(rows, schema=ctx.schema)
 

@@ -17,14 +17,15 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hoodie.bloom import BLOOM_FILTER_FOOTER_KEY, BLOOM_TYPE_FOOTER_KEY, deserialize_bloom_filter
-from hoodie.file_group.base_file_writer import MAX_RECORD_KEY_FOOTER, MIN_RECORD_KEY_FOOTER, RECORD_KEY_FIELD
+from hoodie.file_group.base_file_writer import MAX_RECORD_KEY_FOOTER, MIN_RECORD_KEY_FOOTER
 from hoodie.file_group.file_slice import FileSlice
 from hoodie.file_group.log_block import BlockType
 from hoodie.io.fileio import FileIO
 from hoodie.read.log_scanner import scan_log_blocks
 from hoodie.read.slice_reader import decode_data_block, decode_delete_block
+from hoodie.schema.meta_fields import RECORD_KEY_METADATA_FIELD
 
-_KEY_SCHEMA = pa.schema([pa.field(RECORD_KEY_FIELD, pa.string())])
+_KEY_SCHEMA = pa.schema([pa.field(RECORD_KEY_METADATA_FIELD, pa.string())])
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +72,7 @@ def _slice_keys(
         candidates = _base_candidates(fileio, base, keys)
         if len(candidates):
             with fileio.open_input(base) as f:
-                column = pq.ParquetFile(f).read(columns=[RECORD_KEY_FIELD])[RECORD_KEY_FIELD]
+                column = pq.ParquetFile(f).read(columns=[RECORD_KEY_METADATA_FIELD]).column(0)
             present = pc.is_in(candidates, value_set=column.combine_chunks().cast(pa.string()))
             found.append(candidates.filter(present))
     if file_slice.log_files:
@@ -82,7 +83,9 @@ def _slice_keys(
             if block.block_type is BlockType.DELETE:
                 log_keys.append(pa.array(decode_delete_block(block, table_version).keys, pa.string()))
             else:
-                log_keys.append(decode_data_block(block, _KEY_SCHEMA)[RECORD_KEY_FIELD].combine_chunks())
+                log_keys.append(
+                    decode_data_block(block, _KEY_SCHEMA)[RECORD_KEY_METADATA_FIELD].combine_chunks()
+                )
         if log_keys:
             in_logs = pc.is_in(keys, value_set=pa.concat_arrays(log_keys))
             found.append(keys.filter(in_logs))

@@ -22,10 +22,8 @@ from hoodie.keygen import KeyGenerator
 from hoodie.merge.buffer import dedupe_incoming
 from hoodie.merge.config import MergeConfig
 from hoodie.merge.log_entries import MergeSpec, data_delete_mask
-from hoodie.schema.avro_arrow import META_FIELDS, avro_to_arrow_schema, conform
-
-KEY_COLUMN = "_hoodie_record_key"
-PARTITION_COLUMN = "_hoodie_partition_path"
+from hoodie.schema.avro_arrow import avro_to_arrow_schema, conform
+from hoodie.schema.meta_fields import HOODIE_META_COLUMNS
 
 
 @dataclass(frozen=True)
@@ -57,7 +55,7 @@ def conform_to_schema(data: pa.Table, target: pa.Schema, *, allow_missing: bool 
     Missing nullable columns become null; extra columns, missing non-nullable columns and types
     that cannot be promoted are errors naming the column.
     """
-    incoming = [n for n in data.column_names if n not in META_FIELDS]
+    incoming = [n for n in data.column_names if n not in HOODIE_META_COLUMNS]
     extra = sorted(set(incoming) - set(target.names))
     if extra:
         raise SchemaError(

@@ -36,9 +36,9 @@ from hoodie.read.reader import TableReader
 from hoodie.read.slice_reader import iter_parquet
 from hoodie.schema.avro_arrow import add_meta_fields, avro_to_arrow_schema
 from hoodie.schema.internal_schema import SchemaOnRead
+from hoodie.schema.meta_fields import PARTITION_PATH_METADATA_FIELD, RECORD_KEY_METADATA_FIELD
 from hoodie.shape.matrix import Shape
 from hoodie.table import HoodieTable
-from hoodie.write.input import KEY_COLUMN, PARTITION_COLUMN
 
 WITNESS_ROWS = 256
 """How many stored rows (at most) are rebuilt before a write."""
@@ -67,10 +67,10 @@ def check_stored_keys(
     if not table.config.populate_meta_fields:
         return  # no stored keys to compare (writes to such tables are refused by their shape)
     rows, path = _witness_rows(table, view, keygen, schema_json, written, on_read)
-    if rows is None or KEY_COLUMN not in rows.column_names:
+    if rows is None or RECORD_KEY_METADATA_FIELD not in rows.column_names:
         return
     rows = rows.slice(0, WITNESS_ROWS)
-    stored = rows.filter(pc.is_valid(rows[KEY_COLUMN]))
+    stored = rows.filter(pc.is_valid(rows[RECORD_KEY_METADATA_FIELD]))
     if stored.num_rows == 0:
         return
     where = table.base_path
@@ -81,22 +81,26 @@ def check_stored_keys(
         raise UnsupportedShapeError(
             where,
             Shape.KEY_GENERATOR.value,
-            f"{KEY_COLUMN}={stored[KEY_COLUMN][0].as_py()!r} in {path}: {e}",
+            f"{RECORD_KEY_METADATA_FIELD}={stored[RECORD_KEY_METADATA_FIELD][0].as_py()!r} in {path}: {e}",
             f"write ({operation})",
             STORED_KEYS_REASON,
         ) from None
     hive = keygen.hive_style
     for key, part, our_key, our_part in zip(
-        stored[KEY_COLUMN].to_pylist(),
-        stored[PARTITION_COLUMN].to_pylist(),
+        stored[RECORD_KEY_METADATA_FIELD].to_pylist(),
+        stored[PARTITION_PATH_METADATA_FIELD].to_pylist(),
         keys.to_pylist(),
         partitions.to_pylist(),
         strict=True,
     ):
         if key != our_key:
-            evidence = f"{KEY_COLUMN}={key!r} in {path} (hts's key generator makes {our_key!r})"
+            evidence = (
+                f"{RECORD_KEY_METADATA_FIELD}={key!r} in {path} (hts's key generator makes {our_key!r})"
+            )
         elif part is not None and _normal(part, hive) != _normal(our_part, hive):
-            evidence = f"{PARTITION_COLUMN}={part!r} of {key!r} in {path} (hts makes {our_part!r})"
+            evidence = (
+                f"{PARTITION_PATH_METADATA_FIELD}={part!r} of {key!r} in {path} (hts makes {our_part!r})"
+            )
         else:
             continue
         raise UnsupportedShapeError(
@@ -131,7 +135,7 @@ def _witness_rows(
         assert path is not None
         full = avro_to_arrow_schema(add_meta_fields(dict(schema_json)))
         fields = (*keygen.record_key_fields, *keygen.partition_fields)
-        wanted = {KEY_COLUMN, PARTITION_COLUMN, *_top_level(fields)}
+        wanted = {RECORD_KEY_METADATA_FIELD, PARTITION_PATH_METADATA_FIELD, *_top_level(fields)}
         schema = pa.schema([f for f in full if f.name in wanted])
         rows = next(iter_parquet(table.fileio, path, schema, WITNESS_ROWS, on_read=on_read), None)
         return rows, path

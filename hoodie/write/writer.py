@@ -45,6 +45,7 @@ from hoodie.models.commit import CommitMetadata, ReplaceCommitMetadata, WriteSta
 from hoodie.read.reader import TableReader, schema_on_read
 from hoodie.schema.avro_arrow import add_meta_fields, avro_to_arrow_schema
 from hoodie.schema.evolution import check_evolution, write_schema_option
+from hoodie.schema.meta_fields import RECORD_KEY_METADATA_FIELD
 from hoodie.shape.table_shape import ShapeAllows
 from hoodie.table import HoodieTable
 from hoodie.timeline.instant import Action, Instant, State
@@ -290,7 +291,7 @@ class HoodieWriter:
             if (s.partition_path, s.file_id) in groups
         ]
         data = TableReader(self.table).read_file_slices(slices)
-        return [str(k) for k in data.column("_hoodie_record_key").to_pylist()]
+        return [str(k) for k in data.column(RECORD_KEY_METADATA_FIELD).to_pylist()]
 
     # -- planning -----------------------------------------------------------------------------
     def _action(self, operation: WriteOperation) -> Action:
