@@ -60,7 +60,8 @@ def _options(pairs: Sequence[str]) -> dict[str, str]:
 
 
 def cmd_read(args: argparse.Namespace) -> int:
-    table = HoodieTable.open(args.table)  # each query refuses a shape hts does not read
+    table = HoodieTable.open(args.table)
+    table.shape().check("read")
     if args.cdc or args.cdc_from_compaction:
         return _read_cdc(table, args)
     reader = TableReader(table)

@@ -439,11 +439,9 @@ def read_cdc(
 ) -> pa.Table:
     """The CDC query of ``table`` over ``(begin, end]`` (``end`` defaults to the latest instant).
 
-    Refused on a table whose shape hts does not read (:meth:`TableReader.check_shape`), and on a
-    schema-on-read table: its images would have to be read with each file's own InternalSchema,
-    which this reader does not do.
+    Refused on a schema-on-read table: its images would have to be read with each file's own
+    InternalSchema, which this reader does not do.
     """
-    TableReader(table).check_shape()
     if schema_on_read(table) is not None:
         raise UnsupportedTableError(
             f"{table.base_path}: a CDC query of a schema-on-read table (latest_schema in its commits) "

@@ -34,7 +34,7 @@ from hoodie.schema.internal_schema import (
     parse_internal_schema,
 )
 from hoodie.schema.meta_fields import COMMIT_TIME_METADATA_FIELD
-from hoodie.shape.matrix import READ, Shape
+from hoodie.shape.matrix import Shape
 from hoodie.timeline.instant_time import normalize
 from hoodie.timeline.timeline import ActiveTimeline
 
@@ -187,15 +187,8 @@ class TableReader:
             return opts.schema.empty_table()
         return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
 
-    def check_shape(self) -> None:
-        """Refuse a table whose shape hts does not read as Hudi does (:mod:`hoodie.shape`), naming
-        the shape and its evidence; the queries below ask first. (Merging ``read_file_slices`` for
-        a write or a service does not: the write or service checked its own operation.)"""
-        self.table.shape().check(READ)
-
     def snapshot(self, as_of: str | None = None, partitions: Sequence[str] | None = None) -> pa.Table:
         """The latest merged records, or those as of ``as_of`` (time travel, inclusive)."""
-        self.check_shape()
         schema = table_schema(self.table, as_of)
         view = self.table.file_system_view(as_of, self.timeline)
         opts = self._options(view, schema, as_of)
@@ -217,7 +210,6 @@ class TableReader:
 
     def read_optimized(self, as_of: str | None = None, partitions: Sequence[str] | None = None) -> pa.Table:
         """Base files only (for MERGE_ON_READ, records not yet compacted are not seen)."""
-        self.check_shape()
         schema = table_schema(self.table, as_of)
         view = self.table.file_system_view(as_of, self.timeline)
         on_read = schema_on_read(self.table, self.timeline, as_of)
@@ -237,7 +229,6 @@ class TableReader:
         For timeline layout 2 (table versions 8+) the bounds are compared with completion times,
         as Hudi 1.x does; for layout 1 with requested times.
         """
-        self.check_shape()
         if not self.table.config.populate_meta_fields:
             # Hudi's incremental relations (IncrementalRelation, MergeOnReadIncrementalRelation) refuse
             # such tables: without _hoodie_commit_time no row says which instant wrote it.

@@ -89,7 +89,7 @@ _UNMERGED_PARTIAL_BLOCKS = (
     "(HoodieRecordMerger.partialMerge): there is no merged record to read or write"
 )
 _OPERATION_FIELD_MERGE = (
-    "Hudi's readers take rows whose _hoodie_operation marks changelog deletes (D, -U) as deletes "
+    "Hudi's readers take rows whose _hoodie_operation is D or -U as deletes "
     "(RecordContext.isDeleteHoodieOperation) and its compaction and clustering keep the column in the "
     "files they write (CompactionUtil.inferChangelogMode turns the changelog mode on from the latest "
     "data file's schema); hts neither reads nor writes that column, so deleted records would come back"

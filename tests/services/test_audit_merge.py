@@ -21,9 +21,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from hoodie.cdc.reader import read_cdc
 from hoodie.config.table_config import TableType, TableVersion
-from hoodie.errors import UnsupportedShapeError, UnsupportedTableError
+from hoodie.errors import UnsupportedTableError
 from hoodie.file_group.log_block import BlockType, encode_block, rollback_block
 from hoodie.file_group.log_reader import read_blocks
 from hoodie.file_group.log_writer import (
@@ -32,7 +31,7 @@ from hoodie.file_group.log_writer import (
     avro_data_block,
     delete_block_content,
 )
-from hoodie.read.reader import TableReader, read_incremental, read_optimized, read_snapshot
+from hoodie.read.reader import TableReader
 from hoodie.read.slice_reader import decode_data_block, decode_delete_block
 from hoodie.schema.avro_arrow import avro_to_arrow_schema
 from hoodie.table import HoodieTable
@@ -342,18 +341,6 @@ def test_hts_writes_deletes_on_several_ordering_fields_as_hudi(
     assert _read(path) == {"k0": "v0@7", "k1": "v1@5"}
 
 
-def _add_operation_field(log: Path) -> None:
-    """Rewrite the one data block of ``log`` with ``_hoodie_operation`` (``U``, ``D``) after the meta
-    fields."""
-    (block,) = read_blocks(log.read_bytes(), str(log))
-    schema = json.loads(block.schema or "{}")
-    at = [f["name"] for f in schema["fields"]].index("_hoodie_file_name") + 1
-    schema["fields"].insert(at, {"name": "_hoodie_operation", "type": ["null", "string"], "default": None})
-    data = decode_data_block(block, avro_to_arrow_schema(json.dumps(schema)))
-    data = data.set_column(at, "_hoodie_operation", pa.array(["U", "D"]))
-    log.write_bytes(avro_data_block(data, schema, block.instant_time or ""))
-
-
 def test_log_blocks_with_the_operation_field_are_refused_not_misread(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -367,7 +354,13 @@ def test_log_blocks_with_the_operation_field_are_refused_not_misread(
     writer.insert(rows(range(3), 1, partitions=1))
     writer.upsert(rows([0, 1], 2, partitions=1))
     log = _logs(path)[-1]
-    _add_operation_field(log)
+    (block,) = read_blocks(log.read_bytes(), str(log))
+    schema = json.loads(block.schema or "{}")
+    at = [f["name"] for f in schema["fields"]].index("_hoodie_file_name") + 1
+    schema["fields"].insert(at, {"name": "_hoodie_operation", "type": ["null", "string"], "default": None})
+    data = decode_data_block(block, avro_to_arrow_schema(json.dumps(schema)))
+    data = data.set_column(at, "_hoodie_operation", pa.array(["U", "D"]))
+    log.write_bytes(avro_data_block(data, schema, block.instant_time or ""))
     committed = sorted(hudi_rs_rows(path))
     with pytest.raises(UnsupportedTableError, match=r"_hoodie_operation .*deletes \(D, -U\)"):
         _read(path)
@@ -379,30 +372,3 @@ def test_log_blocks_with_the_operation_field_are_refused_not_misread(
         assert log.name in capsys.readouterr().err
     assert sorted(hudi_rs_rows(path)) == committed
     assert not list(path.glob("p0/*.parquet"))[1:], "compaction wrote a base file"
-
-
-def test_every_library_query_refuses_a_shape_hts_does_not_read(tmp_path: Path) -> None:
-    """The library's queries (snapshot, read-optimized, incremental, CDC) refuse a table whose shape
-    ``hts read`` refuses, with its message (the shape, the file that shows it), before reading data."""
-    path = tmp_path / "t"
-    new_table(path, version=TableVersion.EIGHT, metadata_table=False)
-    writer = HoodieWriter(HoodieTable.open(str(path)))
-    writer.insert(rows(range(3), 1, partitions=1))
-    first = HoodieTable.open(str(path)).timeline.completed().last()
-    assert first is not None
-    writer.upsert(rows([0, 1], 2, partitions=1))
-    log = _logs(path)[-1]
-    _add_operation_field(log)
-    table = HoodieTable.open(str(path))
-    queries: dict[str, Callable[[], object]] = {
-        "snapshot": lambda: read_snapshot(table),
-        "read-optimized": lambda: read_optimized(table),
-        "incremental": lambda: read_incremental(table, first.requested_time),
-        "cdc": lambda: read_cdc(table, first.requested_time),
-    }
-    for name, query in queries.items():
-        with pytest.raises(UnsupportedShapeError) as refused:
-            query()
-        message = str(refused.value)
-        assert "operation metadata field (_hoodie_operation)" in message, name
-        assert log.name in message and "read is refused" in message, name
