@@ -332,12 +332,20 @@ class Daemon(Operations):
     def _watch(self, entry: TableEntry, leads: bool, tick: float | None) -> None:
         with counting(entry.requests):
             ended = self.queue.ended(entry.id)
-            looked = self._look(entry, tick)
-            refused = self.refused(entry) if looked or leads else {}  # once per tick
-            if looked:
-                self._queue_pending(entry, refused, ended)
-        if leads:
-            self._policies(entry, refused)
+            reloads = entry.watch.reloads if entry.watch is not None else None  # None: not open yet
+            # The shape's refusals, asked for at most once a tick: when the timeline changed (GET
+            # /v1/tables shows them), when there is something to refuse, or when a policy is due;
+            # an idle table on an unchanged timeline, as most are on most ticks, asks nothing.
+            refused: dict[str, str] | None = None
+            if self._look(entry, tick):
+                assert entry.watch is not None
+                work = bool(entry.watch.pending or self.gave_up)
+                if work or entry.watch.reloads != reloads:
+                    refused = self.refused(entry)
+                if work and refused is not None:
+                    self._queue_pending(entry, refused, ended)
+            if leads:
+                self._policies(entry, refused)
 
     def _look(self, entry: TableEntry, tick: float | None = None) -> bool:
         """Open the table if needed and look at it when it is due; True when it was looked at.
@@ -447,13 +455,16 @@ class Daemon(Operations):
             log.debug("shape of %s not computed: %s", entry.id, e, **tags(table=entry.id))
             return {}
 
-    def _policies(self, entry: TableEntry, refused: dict[str, str]) -> None:
-        """Submit the policy checks that are due; ``refused``: the tick's :meth:`refused` (computed once)."""
+    def _policies(self, entry: TableEntry, refused: dict[str, str] | None) -> None:
+        """Submit the policy checks that are due; ``refused``: the tick's :meth:`refused` when it
+        asked already (None: asked here, once, if a policy is due)."""
         now = self.clock.monotonic()
         for service, policy in entry.config.policies.items():
             key = (entry.id, service)
             if now < self._policy_due.get(key, 0.0) or not policy.enabled:
                 continue
+            if refused is None:
+                refused = self.refused(entry)
             if service in refused or self.suspension(entry.id, service):
                 continue
             self._policy_due[key] = now + policy.interval_s

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from hoodie.config.table_config import METAFOLDER, TableConfig, TableKeys
 from hoodie.io.fileio import join
@@ -17,6 +17,16 @@ class TablePaths:
     timeline_folder: str = "timeline"
     history_folder: str = "history"
     archive_folder: str = "archived"
+    meta: str = field(init=False, compare=False, repr=False)
+    """``.hoodie/``."""
+    timeline: str = field(init=False, compare=False, repr=False)
+    """The active timeline: ``.hoodie/`` in layout 1, ``.hoodie/timeline/`` in layout 2."""
+
+    def __post_init__(self) -> None:
+        # Worked out once: the daemon asks for a table's timeline folder on every watch tick.
+        meta = join(self.base_path, METAFOLDER)
+        object.__setattr__(self, "meta", meta)
+        object.__setattr__(self, "timeline", meta if self.layout < 2 else join(meta, self.timeline_folder))
 
     @classmethod
     def of(cls, base_path: str, config: TableConfig) -> TablePaths:
@@ -27,15 +37,6 @@ class TablePaths:
             history_folder=config.get(TableKeys.TIMELINE_HISTORY_PATH) or "history",
             archive_folder=config.get(TableKeys.ARCHIVELOG_FOLDER) or "archived",
         )
-
-    @property
-    def meta(self) -> str:
-        return join(self.base_path, METAFOLDER)
-
-    @property
-    def timeline(self) -> str:
-        """The active timeline: ``.hoodie/`` in layout 1, ``.hoodie/timeline/`` in layout 2."""
-        return self.meta if self.layout < 2 else join(self.meta, self.timeline_folder)
 
     @property
     def history(self) -> str:
